@@ -1,0 +1,3 @@
+from coxswain_controller.cli import main
+
+main()

@@ -1,0 +1,3 @@
+from coxswain_identity.cli import main
+
+main()

@@ -1,0 +1,3 @@
+from coxswain_proxy.cli import main
+
+main()

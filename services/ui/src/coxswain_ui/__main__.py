@@ -1,0 +1,3 @@
+from coxswain_ui.cli import main
+
+main()
