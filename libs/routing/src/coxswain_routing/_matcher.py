@@ -1,0 +1,212 @@
+"""The request matcher: compiled lookup tables and `match()`, the proxy's per-request call.
+
+Where it sits: the proxy compiles each snapshot's `HostRoutes` into a `Router` off the request
+path, swaps one reference, and calls `Router.match` for every request. Sans-IO: plain values in,
+a candidate (or a miss with its reason) out.
+
+Shape, and why: a port maps to its host tiers — a dict of exact hosts, a dict of wildcard
+suffixes, one hostless table — so host lookup costs the same for ten hosts or fifty thousand.
+Within a host, candidates are bucketed by path: a dict of Exact paths, a dict of PathPrefixes
+probed with each segment prefix of the request path (cost grows with the path's depth, not the
+number of routes), then the regular expressions in order. Each bucket is sorted by
+`_precedence.precedence_key`, so the first candidate whose predicates hold is the winner.
+
+Spec 003 "Matches and precedence": "A method that no match claims on a path some match did
+claim reaches the covering match on the same host where one exists ... and answers 404
+otherwise. That fill does not cross into a less specific host tier." A path no match on a host
+claims does move on to the next tier (the deviation spec 003 documents for shared ports).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+from coxswain_routing._candidates import Candidate, compile_candidates
+from coxswain_routing._hosts import normalize_host, wildcard_suffixes
+from coxswain_routing._model import HostRoutes, PathType, Resource, WildcardScope
+from coxswain_routing._paths import normalize_path, path_prefixes
+
+__all__ = ["Miss", "Outcome", "Router", "compile_router", "parse_query"]
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """No candidate serves the request: the status to answer and why."""
+
+    status: int
+    reason: str
+    rule: None = None
+
+
+Outcome = Candidate | Miss
+
+NO_LISTENER = Miss(404, "no routes are served on this port")
+NO_HOST = Miss(404, "no route serves this host")
+NO_MATCH = Miss(404, "no route on this host matches the request")
+METHOD_NOT_CLAIMED = Miss(
+    404, "a match on this host claims the path but not the method, and nothing on it covers it"
+)
+
+_NO_QUERY: Mapping[str, str] = {}
+
+
+def parse_query(query: str) -> dict[str, str]:
+    """Query parameters by name; a repeated name keeps its first value."""
+    params: dict[str, str] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        params.setdefault(name, value)
+    return params
+
+
+class HostTable:
+    """Every candidate served for one host pattern, bucketed by path kind."""
+
+    __slots__ = ("pattern", "one_label", "exact", "prefix", "regex")
+
+    def __init__(self, pattern: str, one_label: bool, candidates: Iterable[Candidate]) -> None:
+        self.pattern = pattern
+        self.one_label = one_label
+        self.exact: dict[str, list[Candidate]] = {}
+        self.prefix: dict[str, list[Candidate]] = {}
+        self.regex: list[Candidate] = []
+        for cand in candidates:
+            kind = cand.match.path.type
+            if kind is PathType.EXACT:
+                self.exact.setdefault(cand.path, []).append(cand)
+            elif kind is PathType.REGULAR_EXPRESSION:
+                self.regex.append(cand)
+            else:
+                self.prefix.setdefault(cand.path, []).append(cand)
+        for bucket in (*self.exact.values(), *self.prefix.values(), self.regex):
+            bucket.sort(key=lambda c: c.order)
+
+    def lookup(
+        self, path: str, method: str, headers: Mapping[str, str], query: str
+    ) -> Outcome | None:
+        """The winner on this host; METHOD_NOT_CLAIMED; or None to try the next tier."""
+        method_missed = False
+        for bucket in self.buckets_for(path):
+            for cand in bucket:
+                if cand.path_pattern is not None and cand.path_pattern.fullmatch(path) is None:
+                    continue
+                if cand.method and cand.method != method:
+                    method_missed = True
+                    continue
+                if cand.headers and cand.failing_header(headers) is not None:
+                    continue
+                if cand.query and cand.failing_query(parse_query(query) if query else _NO_QUERY):
+                    continue
+                return cand
+        return METHOD_NOT_CLAIMED if method_missed else None
+
+    def buckets_for(self, path: str) -> Iterator[list[Candidate]]:
+        """The buckets whose path could match, in precedence order."""
+        exact = self.exact.get(path)
+        if exact:
+            yield exact
+        if self.prefix:
+            for prefix in path_prefixes(path):
+                bucket = self.prefix.get(prefix)
+                if bucket:
+                    yield bucket
+        if self.regex:
+            yield self.regex
+
+    def all_candidates(self) -> list[Candidate]:
+        """Every candidate in the order explanations list them (exact, longest prefix, regex)."""
+        ordered: list[Candidate] = []
+        for path in sorted(self.exact):
+            ordered += self.exact[path]
+        for prefix in sorted(self.prefix, key=lambda p: (-len(p), p)):
+            ordered += self.prefix[prefix]
+        return ordered + self.regex
+
+
+class PortTable:
+    """The host tiers of one bound port."""
+
+    __slots__ = ("exact", "wildcard", "catch_all")
+
+    def __init__(self) -> None:
+        self.exact: dict[str, HostTable] = {}
+        self.wildcard: dict[str, HostTable] = {}  # by suffix: "*.example.com" under "example.com"
+        self.catch_all: HostTable | None = None
+
+    def tiers(self, host: str) -> Iterator[HostTable]:
+        """The host tables covering `host`, most specific first."""
+        table = self.exact.get(host)
+        if table is not None:
+            yield table
+        if self.wildcard:
+            for suffix, depth in wildcard_suffixes(host):
+                table = self.wildcard.get(suffix)
+                if table is not None and (depth == 1 or not table.one_label):
+                    yield table
+        if self.catch_all is not None:
+            yield self.catch_all
+
+
+class Router:
+    """Compiled routing for every port of one snapshot. Immutable once built."""
+
+    __slots__ = ("_ports",)
+
+    def __init__(self, ports: dict[int, PortTable]) -> None:
+        self._ports = ports
+
+    @property
+    def ports(self) -> frozenset[int]:
+        return frozenset(self._ports)
+
+    def port_table(self, port: int) -> PortTable | None:
+        return self._ports.get(port)
+
+    def match(
+        self,
+        port: int,
+        host: str,
+        method: str,
+        path: str,
+        headers: Mapping[str, str] = _NO_QUERY,
+        query: str = "",
+    ) -> Outcome:
+        """Resolve one request. `headers` are keyed by lower-cased name; `query` is raw."""
+        table = self._ports.get(port)
+        if table is None:
+            return NO_LISTENER
+        path = normalize_path(path)
+        seen_host = False
+        for host_table in table.tiers(normalize_host(host)):
+            seen_host = True
+            outcome = host_table.lookup(path, method, headers, query)
+            if outcome is not None:
+                return outcome
+        return NO_MATCH if seen_host else NO_HOST
+
+
+def _host_table(routes: list[HostRoutes]) -> HostTable:
+    first = routes[0]
+    candidates = [cand for r in routes for cand in compile_candidates(r)]
+    one_label = first.wildcard_scope is WildcardScope.ONE_LABEL
+    return HostTable(first.host, one_label, candidates)
+
+
+def compile_router(resources: Iterable[Resource]) -> Router:
+    """Build the lookup for every `HostRoutes` among `resources` (the others are ignored)."""
+    grouped: dict[tuple[int, str], list[HostRoutes]] = {}
+    for resource in resources:
+        if isinstance(resource, HostRoutes):
+            grouped.setdefault((resource.bind_port, resource.host), []).append(resource)
+    ports: dict[int, PortTable] = {}
+    for (port, host), routes in sorted(grouped.items()):
+        table = ports.setdefault(port, PortTable())
+        host_table = _host_table(routes)
+        if not host:
+            table.catch_all = host_table
+        elif host.startswith("*."):
+            table.wildcard[host[2:]] = host_table
+        else:
+            table.exact[host] = host_table
+    return Router(ports)

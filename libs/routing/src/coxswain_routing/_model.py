@@ -1,0 +1,494 @@
+"""The routing model: immutable values the controller compiles into and the proxy serves from.
+
+Where it sits: the controller's translate stage builds these from Kubernetes objects; `_wire`
+carries them to the proxy; `_matcher` compiles them into the per-request lookup. Every type is a
+frozen, slotted dataclass so a snapshot can be shared across requests without copies or locks.
+`validate()` returns named problems instead of raising, so the controller can turn each one
+into a status condition naming the object and field.
+
+A snapshot is a set of *resources* (`HostRoutes`, `TlsStore`, `ClientCaStore`,
+`GatewayListeners`, `StreamRoute`, `EndpointSet`), each with a canonical `key`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+__all__ = [
+    "Backend",
+    "BackendProtocol",
+    "ClientCaStore",
+    "Cors",
+    "Endpoint",
+    "EndpointSet",
+    "Filter",
+    "GatewayListeners",
+    "HeaderModifier",
+    "HostRoutes",
+    "Listener",
+    "ListenerProtocol",
+    "Match",
+    "PathMatch",
+    "PathModifier",
+    "PathModifierType",
+    "PathType",
+    "Problem",
+    "RequestHeaderModifier",
+    "RequestMirror",
+    "RequestRedirect",
+    "Resource",
+    "ResponseHeaderModifier",
+    "Retry",
+    "RouteId",
+    "Rule",
+    "StreamMatch",
+    "StreamRoute",
+    "Timeouts",
+    "TlsCertificate",
+    "TlsMode",
+    "TlsStore",
+    "URLRewrite",
+    "UpstreamTLS",
+    "ValueMatch",
+    "ValueMatchType",
+    "WildcardScope",
+    "endpoint_set_key",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One reason a value cannot be served, naming the field at fault."""
+
+    field: str  # dotted path to the offending field, e.g. "matches[0].path.value"
+    message: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Listeners
+
+
+class ListenerProtocol(StrEnum):
+    HTTP = "HTTP"
+    HTTPS = "HTTPS"
+    TLS = "TLS"
+    TCP = "TCP"
+    UDP = "UDP"
+
+
+class TlsMode(StrEnum):
+    NONE = "None"
+    TERMINATE = "Terminate"
+    PASSTHROUGH = "Passthrough"
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    name: str  # the Gateway listener's name (a parentRef's sectionName)
+    port: int  # the port the Gateway advertises (redirects send clients back to it)
+    bind_port: int  # the port the proxy binds; a shared proxy's per-Gateway targetPort
+    protocol: ListenerProtocol
+    hostname: str = ""  # "" when the listener names none
+    tls_mode: TlsMode = TlsMode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayListeners:
+    """Every listener a proxy binds for one Gateway, and the generation they came from."""
+
+    namespace: str
+    name: str
+    generation: int
+    listeners: tuple[Listener, ...]  # ordered by (bind_port, protocol, name)
+
+    @property
+    def key(self) -> str:
+        return f"listeners/{self.namespace}/{self.name}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Matches
+
+
+class PathType(StrEnum):
+    PATH_PREFIX = "PathPrefix"
+    EXACT = "Exact"
+    REGULAR_EXPRESSION = "RegularExpression"
+    # Ingress only: served as a segment-aware prefix, like Prefix.
+    IMPLEMENTATION_SPECIFIC = "ImplementationSpecific"
+
+
+class ValueMatchType(StrEnum):
+    EXACT = "Exact"
+    REGULAR_EXPRESSION = "RegularExpression"
+
+
+@dataclass(frozen=True, slots=True)
+class PathMatch:
+    type: PathType = PathType.PATH_PREFIX
+    value: str = "/"
+
+    def validate(self, at: str) -> list[Problem]:
+        if self.type is PathType.REGULAR_EXPRESSION:
+            return _regex_problems(self.value, f"{at}.value")
+        if not self.value.startswith("/"):
+            return [Problem(f"{at}.value", f"path {self.value!r} must start with '/'")]
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class ValueMatch:
+    """A header or query parameter condition; the value is compared whole."""
+
+    name: str  # header names lower-cased (they are case-insensitive); query names as written
+    value: str
+    type: ValueMatchType = ValueMatchType.EXACT
+
+    def validate(self, at: str) -> list[Problem]:
+        if not self.name:
+            return [Problem(f"{at}.name", "name must not be empty")]
+        if self.type is ValueMatchType.REGULAR_EXPRESSION:
+            return _regex_problems(self.value, f"{at}.value")
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    path: PathMatch = field(default_factory=PathMatch)
+    method: str = ""  # "" matches every method
+    headers: tuple[ValueMatch, ...] = ()  # one per name (the first condition of a name wins)
+    query: tuple[ValueMatch, ...] = ()
+
+    def validate(self, at: str) -> list[Problem]:
+        problems = self.path.validate(f"{at}.path")
+        for i, header in enumerate(self.headers):
+            problems += header.validate(f"{at}.headers[{i}]")
+            if header.name != header.name.lower():
+                problems.append(Problem(f"{at}.headers[{i}].name", "must be lower-cased"))
+        for i, param in enumerate(self.query):
+            problems += param.validate(f"{at}.query[{i}]")
+        return problems
+
+
+def _regex_problems(pattern: str, at: str) -> list[Problem]:
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        return [Problem(at, f"invalid regular expression {pattern!r}: {err}")]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Filters
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderModifier:
+    set: tuple[tuple[str, str], ...] = ()  # (name, value), names as written
+    add: tuple[tuple[str, str], ...] = ()
+    remove: tuple[str, ...] = ()
+
+    def validate(self, at: str) -> list[Problem]:
+        # Spec 003 "Filters": "Within one header modifier a header may be named once, across
+        # set, add and remove and whatever its case".
+        names = [n for n, _ in self.set] + [n for n, _ in self.add] + list(self.remove)
+        seen: set[str] = set()
+        problems = []
+        for name in names:
+            if name.lower() in seen:
+                problems.append(Problem(at, f"header {name!r} is named more than once"))
+            seen.add(name.lower())
+        return problems
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeaderModifier(HeaderModifier):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseHeaderModifier(HeaderModifier):
+    pass
+
+
+class PathModifierType(StrEnum):
+    REPLACE_FULL_PATH = "ReplaceFullPath"
+    REPLACE_PREFIX_MATCH = "ReplacePrefixMatch"
+
+
+@dataclass(frozen=True, slots=True)
+class PathModifier:
+    type: PathModifierType
+    value: str  # the full path, or the prefix replacement ("" replaces the prefix with "/")
+
+
+@dataclass(frozen=True, slots=True)
+class URLRewrite:
+    hostname: str = ""  # "" keeps the request's Host
+    path: PathModifier | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRedirect:
+    scheme: str = ""  # "" keeps the request's scheme
+    hostname: str = ""  # "" keeps the request's host
+    port: int = 0  # 0: derived from the scheme or the listener (see redirect_location)
+    path: PathModifier | None = None
+    status_code: int = 302
+
+    def validate(self, at: str) -> list[Problem]:
+        if self.status_code not in (301, 302, 303, 307, 308):
+            return [Problem(f"{at}.statusCode", f"unsupported status {self.status_code}")]
+        if self.scheme not in ("", "http", "https"):
+            return [Problem(f"{at}.scheme", f"unsupported scheme {self.scheme!r}")]
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMirror:
+    backend: Backend
+    numerator: int = 100  # mirror numerator/denominator of the requests
+    denominator: int = 100
+
+    def validate(self, at: str) -> list[Problem]:
+        if self.denominator <= 0 or not 0 < self.numerator <= self.denominator:
+            fraction = f"{self.numerator}/{self.denominator}"
+            return [Problem(at, f"mirror fraction {fraction} copies nothing or is invalid")]
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class Cors:
+    allow_origins: tuple[str, ...] = ()  # "*", exact origins, or "https://*.example.com"
+    allow_credentials: bool = False
+    allow_methods: tuple[str, ...] = ()  # may be ("*",)
+    allow_headers: tuple[str, ...] = ()
+    expose_headers: tuple[str, ...] = ()
+    max_age_seconds: int = 5
+
+
+Filter = (
+    RequestHeaderModifier
+    | ResponseHeaderModifier
+    | URLRewrite
+    | RequestRedirect
+    | RequestMirror
+    | Cors
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backends
+
+
+class BackendProtocol(StrEnum):
+    HTTP1 = "HTTP/1.1"
+    H2C = "h2c"
+    WEBSOCKET = "WebSocket"
+    GRPC = "gRPC"
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamTLS:
+    sni: str
+    ca_bundle_pem: bytes = b""  # the whole of the trust, unless system_roots
+    system_roots: bool = False
+    subject_alt_names: tuple[str, ...] = ()
+
+
+def endpoint_set_key(namespace: str, service: str, port: int) -> str:
+    return f"endpoints/{namespace}/{service}/{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """One weighted slot of a rule: an endpoint set, or an unresolved reference (fixed 500)."""
+
+    weight: int = 1
+    endpoints: str = ""  # an EndpointSet key; "" when the reference did not resolve
+    unresolved_reason: str = ""  # why it did not: its share of the traffic answers 500
+    protocol: BackendProtocol = BackendProtocol.HTTP1
+    tls: UpstreamTLS | None = None  # None: plaintext
+    filters: tuple[Filter, ...] = ()  # applied after the rule's, to the requests this slot gets
+
+    @property
+    def resolved(self) -> bool:
+        return bool(self.endpoints)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    request_ms: int = 0  # the whole upstream exchange, retries included; 0: unbounded
+    backend_request_ms: int = 0  # each attempt; 0: unbounded
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    attempts: int = 0  # retries after the first attempt
+    codes: tuple[int, ...] = ()  # ascending
+    backoff_ms: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules and their tables
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class RouteId:
+    """Who a rule came from: for metrics, explanations and the age tie-break."""
+
+    creation_seconds: int  # metadata.creationTimestamp; older routes win ties
+    namespace: str
+    name: str
+    kind: str = "HTTPRoute"
+    rule_index: int = 0
+    rule_name: str = ""
+
+    def __str__(self) -> str:
+        rule = self.rule_name or str(self.rule_index)
+        return f"{self.kind} {self.namespace}/{self.name} rule {rule}"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: RouteId
+    matches: tuple[Match, ...] = (Match(),)
+    filters: tuple[Filter, ...] = ()  # in declared order: their order is their meaning
+    backends: tuple[Backend, ...] = ()  # in declared order
+    timeouts: Timeouts = Timeouts()
+    retry: Retry = Retry()
+
+    def validate(self) -> list[Problem]:
+        problems: list[Problem] = []
+        for i, match in enumerate(self.matches):
+            problems += match.validate(f"matches[{i}]")
+        for i, flt in enumerate(self.filters):
+            problems += _filter_problems(flt, f"filters[{i}]")
+        for i, backend in enumerate(self.backends):
+            for j, flt in enumerate(backend.filters):
+                problems += _filter_problems(flt, f"backendRefs[{i}].filters[{j}]")
+        problems += _timeout_problems(self.timeouts)
+        if not 0 <= self.retry.attempts <= 10:
+            problems.append(Problem("retry.attempts", "must be between 0 and 10"))
+        return problems
+
+
+def _filter_problems(flt: Filter, at: str) -> list[Problem]:
+    if isinstance(flt, HeaderModifier | RequestRedirect | RequestMirror):
+        return flt.validate(at)
+    return []
+
+
+def _timeout_problems(timeouts: Timeouts) -> list[Problem]:
+    # Spec 003 "Timeouts and retry": "backendRequest may not exceed request".
+    if timeouts.request_ms and timeouts.backend_request_ms > timeouts.request_ms:
+        return [Problem("timeouts.backendRequest", "must not exceed timeouts.request")]
+    return []
+
+
+class WildcardScope(StrEnum):
+    ANY_LABELS = "AnyLabels"  # Gateway API: *.example.com matches a.b.example.com
+    ONE_LABEL = "OneLabel"  # Ingress: *.example.com matches exactly one label
+
+
+@dataclass(frozen=True, slots=True)
+class HostRoutes:
+    """Every rule served for one host pattern on one bound port."""
+
+    table: str  # "ingress" or "gateway/<namespace>/<name>"
+    bind_port: int
+    host: str  # an exact host, "*.suffix", or "" for every host
+    rules: tuple[Rule, ...]
+    listener_port: int = 0  # the advertised port, for redirects; 0: same as bind_port
+    wildcard_scope: WildcardScope = WildcardScope.ANY_LABELS
+
+    @property
+    def key(self) -> str:
+        return f"routes/{self.table}/{self.bind_port}/{self.host or '*'}"
+
+
+# ---------------------------------------------------------------------------------------------
+# TLS
+
+
+@dataclass(frozen=True, slots=True)
+class TlsCertificate:
+    server_names: tuple[str, ...]  # exact or "*.suffix"; sorted
+    certificate_chain_pem: bytes
+    private_key_pem: bytes
+    source: str  # "<namespace>/<secret name>"
+
+
+@dataclass(frozen=True, slots=True)
+class TlsStore:
+    bind_port: int
+    certificates: tuple[TlsCertificate, ...]  # by precedence: the earlier one keeps a name
+    default_source: str = ""  # the certificate for clients naming no known server
+
+    @property
+    def key(self) -> str:
+        return f"tls/{self.bind_port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCaStore:
+    bind_port: int
+    ca_bundle_pem: bytes
+    sources: tuple[str, ...] = ()  # sorted
+
+    @property
+    def key(self) -> str:
+        return f"client-ca/{self.bind_port}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams
+
+
+@dataclass(frozen=True, slots=True)
+class StreamMatch:
+    id: RouteId
+    backends: tuple[Backend, ...]
+    server_name: str = ""  # TLS passthrough: exact or "*.suffix"; "" for every name
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRoute:
+    bind_port: int
+    protocol: ListenerProtocol  # TCP, TLS or UDP
+    matches: tuple[StreamMatch, ...]  # ordered by server name
+
+    @property
+    def key(self) -> str:
+        return f"stream/{self.protocol.value.lower()}/{self.bind_port}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Endpoints
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    address: str
+    port: int
+    ready: bool = True
+    serving: bool = True
+    terminating: bool = False
+    target: str = ""  # the pod's name, when known
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSet:
+    namespace: str
+    service: str
+    port: int  # the Service port
+    endpoints: tuple[Endpoint, ...]  # ordered by (address, port)
+
+    @property
+    def key(self) -> str:
+        return endpoint_set_key(self.namespace, self.service, self.port)
+
+
+Resource = HostRoutes | TlsStore | ClientCaStore | GatewayListeners | StreamRoute | EndpointSet
