@@ -1,0 +1,3 @@
+from coxswain_devkit.cli import main
+
+main()

@@ -1,0 +1,30 @@
+"""Minimal Gateway API CustomResourceDefinitions, for the emulator in tests and the demo.
+
+`standard()` holds GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant and
+BackendTLSPolicy; `experimental()` adds TLSRoute, TCPRoute, UDPRoute and ListenerSet. Apply them
+through the API (or `ApiServer.apply`) to make the Gateway API served; delete them to take it away.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import yaml
+
+STANDARD = "gateway-api-standard.yaml"
+EXPERIMENTAL = "gateway-api-experimental.yaml"
+
+
+def _load(name: str) -> list[dict[str, Any]]:
+    text = resources.files(__name__).joinpath(name).read_text()
+    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict)]
+
+
+def standard() -> list[dict[str, Any]]:
+    return _load(STANDARD)
+
+
+def experimental() -> list[dict[str, Any]]:
+    """The standard channel's CRDs and the experimental ones."""
+    return _load(STANDARD) + _load(EXPERIMENTAL)

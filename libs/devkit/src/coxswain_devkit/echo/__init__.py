@@ -1,0 +1,80 @@
+"""The echo backend: HTTP/1.1 (and WebSocket) and gRPC servers that answer with what they saw.
+
+    async with EchoServer(namespace="ns", pod="echo-0", grpc_port=0) as echo:
+        ...  # echo.url, echo.grpc_port
+
+See `web` for the JSON it answers and `grpc_echo` for the gRPC service.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web as aioweb
+
+from coxswain_devkit.echo import grpc_echo
+from coxswain_devkit.echo.web import Identity, application
+
+__all__ = ["EchoServer", "Identity"]
+
+log = logging.getLogger("coxswain_devkit.echo")
+
+
+class EchoServer:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        grpc_port: int | None = None,
+        namespace: str = "default",
+        pod: str = "echo",
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.grpc_port = grpc_port
+        self.identity = Identity(namespace=namespace, pod=pod)
+        self._runner: aioweb.AppRunner | None = None
+        self._grpc: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> EchoServer:
+        runner = aioweb.AppRunner(application(self.identity), access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        await aioweb.TCPSite(runner, self.host, self.port).start()
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+        log.info("echo listening", extra={"fields": {"address": self.host, "port": self.port}})
+        if self.grpc_port is not None:
+            self._grpc, self.grpc_port = await grpc_echo.start(
+                self.identity, self.host, self.grpc_port
+            )
+            log.info(
+                "grpc echo listening",
+                extra={"fields": {"address": self.host, "port": self.grpc_port}},
+            )
+        return self
+
+    async def stop(self) -> None:
+        if self._grpc is not None:
+            await self._grpc.stop(1.0)
+            self._grpc = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> EchoServer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
