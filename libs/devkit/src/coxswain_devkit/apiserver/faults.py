@@ -24,6 +24,9 @@ class Faults:
         self.latency = 0.0  # seconds added before each request is handled
         # Bumped by close_watches: a watch that started under an older epoch ends.
         self.watch_epoch = 0
+        # Requests held by `pause` right now, so a test can wait until its request is held.
+        self.held = 0
+        self._held_changed = asyncio.Condition()
 
     def pause(self) -> None:
         self._running.clear()
@@ -41,12 +44,27 @@ class Faults:
         self.watch_epoch += 1
         self._store.notify()
 
+    async def _hold(self) -> None:
+        async with self._held_changed:
+            self.held += 1
+            self._held_changed.notify_all()
+        try:
+            await self._running.wait()
+        finally:
+            self.held -= 1
+
     async def running(self) -> None:
         """Return once the server is not paused."""
         await self._running.wait()
 
+    async def wait_held(self, count: int) -> None:
+        """Return once `count` requests are held by `pause`."""
+        async with self._held_changed:
+            await self._held_changed.wait_for(lambda: self.held >= count)
+
     async def before_request(self) -> None:
-        await self._running.wait()
+        if not self._running.is_set():
+            await self._hold()
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if self._failures > 0:

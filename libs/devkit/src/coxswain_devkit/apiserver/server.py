@@ -4,7 +4,7 @@ Start it inside a test's event loop (`async with ApiServer() as api:` gives `api
 thread of its own (`threaded.ThreadedApiServer`) for code that uses the blocking `kubernetes`
 client. The objects live in the `ApiServer`, not in the HTTP site, so `restart()` can drop every
 connection and bring the same port back with the same objects, as a restarted API server does
-(watch history is lost across it: resuming from an older resourceVersion gets 410).
+(watch history is lost across it: resuming from any resourceVersion seen before gets 410).
 """
 
 from __future__ import annotations

@@ -104,8 +104,14 @@ class Store:
         return [state[k] for k in self._matching(state, resource, namespace)]
 
     def compact(self) -> None:
-        """Forget every retained change: any older resourceVersion is now expired."""
+        """Forget every retained change and move past the current resourceVersion.
+
+        A restarted kube-apiserver fills its watch cache at the cluster's current revision, which
+        the cluster's own writes (leases, endpoints) have moved on by then: every resourceVersion
+        a client saw before is now too old. Skipping one revision gives the same result.
+        """
         self._history.clear()
+        self._rv += 1
         self._compacted = self._rv
 
     def notify(self) -> None:
