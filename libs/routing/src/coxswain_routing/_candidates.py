@@ -79,7 +79,6 @@ class Candidate:
     method: str
     headers: tuple[ValueTest, ...]
     query: tuple[ValueTest, ...]
-    order: PrecedenceKey
     status: int  # 200: serve the rule; 500: no backend slot resolves
     reason: str
     backends: WeightedRoundRobin[Backend]
@@ -89,6 +88,12 @@ class Candidate:
 
     def failing_query(self, query: Mapping[str, str]) -> str | None:
         return _first_failing(self.query, query) if self.query else None
+
+    @property
+    def order(self) -> PrecedenceKey:
+        """Where precedence puts this candidate among those meeting on its path (computed on
+        demand: keeping the key on every candidate would only weigh on the cache)."""
+        return precedence_key(self.rule.id, self.match, self.match_index)
 
     @property
     def listener_port(self) -> int:
@@ -132,7 +137,6 @@ def compile_candidates(routes: HostRoutes) -> list[Candidate]:
                     method=match.method.upper(),
                     headers=_value_tests(match.headers, fold_case=True),
                     query=_value_tests(match.query, fold_case=False),
-                    order=precedence_key(rule.id, match, index),
                     status=status,
                     reason=reason,
                     backends=picker,

@@ -14,6 +14,8 @@ __all__ = ["normalize_host", "wildcard_suffixes", "host_pattern_covers"]
 
 def normalize_host(host: str) -> str:
     """Lower-case, without port or trailing dot; IPv6 literals keep their brackets."""
+    if ":" not in host and not host.endswith("."):
+        return host.lower()
     if host.startswith("["):
         end = host.find("]")
         return host[: end + 1].lower() if end > 0 else host.lower()

@@ -60,10 +60,30 @@ def parse_query(query: str) -> dict[str, str]:
     return params
 
 
+def _scan(
+    bucket: list[Candidate], path: str, method: str, headers: Mapping[str, str], query: str
+) -> Outcome | None:
+    """The first candidate of a path bucket whose predicates hold; METHOD_NOT_CLAIMED when only
+    a method stood in the way; None when nothing in the bucket claims the request."""
+    method_missed = False
+    for cand in bucket:
+        if cand.path_pattern is not None and cand.path_pattern.fullmatch(path) is None:
+            continue
+        if cand.method and cand.method != method:
+            method_missed = True
+            continue
+        if cand.headers and cand.failing_header(headers) is not None:
+            continue
+        if cand.query and cand.failing_query(parse_query(query) if query else _NO_QUERY):
+            continue
+        return cand
+    return METHOD_NOT_CLAIMED if method_missed else None
+
+
 class HostTable:
     """Every candidate served for one host pattern, bucketed by path kind."""
 
-    __slots__ = ("pattern", "one_label", "exact", "prefix", "regex")
+    __slots__ = ("pattern", "one_label", "exact", "prefix", "regex", "longest_prefix")
 
     def __init__(self, pattern: str, one_label: bool, candidates: Iterable[Candidate]) -> None:
         self.pattern = pattern
@@ -81,28 +101,52 @@ class HostTable:
                 self.prefix.setdefault(cand.path, []).append(cand)
         for bucket in (*self.exact.values(), *self.prefix.values(), self.regex):
             bucket.sort(key=lambda c: c.order)
+        # Request paths longer than every prefix are cut down to this before probing.
+        self.longest_prefix = max(map(len, self.prefix), default=0)
 
     def lookup(
         self, path: str, method: str, headers: Mapping[str, str], query: str
     ) -> Outcome | None:
-        """The winner on this host; METHOD_NOT_CLAIMED; or None to try the next tier."""
-        method_missed = False
-        for bucket in self.buckets_for(path):
-            for cand in bucket:
-                if cand.path_pattern is not None and cand.path_pattern.fullmatch(path) is None:
-                    continue
-                if cand.method and cand.method != method:
-                    method_missed = True
-                    continue
-                if cand.headers and cand.failing_header(headers) is not None:
-                    continue
-                if cand.query and cand.failing_query(parse_query(query) if query else _NO_QUERY):
-                    continue
-                return cand
-        return METHOD_NOT_CLAIMED if method_missed else None
+        """The winner on this host; METHOD_NOT_CLAIMED; or None to try the next tier.
+
+        The hot path: buckets are probed inline (exact, each segment prefix longest first,
+        then regular expressions), in the order `buckets_for` yields them, sparing a generator.
+        """
+        missed: Outcome | None = None
+        bucket = self.exact.get(path)
+        if bucket is not None:
+            found = _scan(bucket, path, method, headers, query)
+            if found is not None and found is not METHOD_NOT_CLAIMED:
+                return found
+            missed = found
+        prefixes = self.prefix
+        if prefixes:
+            end = len(path.rstrip("/"))
+            while end > self.longest_prefix:
+                end = path.rfind("/", 0, end)
+            while end > 0:
+                bucket = prefixes.get(path[:end])
+                if bucket is not None:
+                    found = _scan(bucket, path, method, headers, query)
+                    if found is not None and found is not METHOD_NOT_CLAIMED:
+                        return found
+                    missed = missed or found
+                end = path.rfind("/", 0, end)
+            bucket = prefixes.get("/")
+            if bucket is not None:
+                found = _scan(bucket, path, method, headers, query)
+                if found is not None and found is not METHOD_NOT_CLAIMED:
+                    return found
+                missed = missed or found
+        if self.regex:
+            found = _scan(self.regex, path, method, headers, query)
+            if found is not None and found is not METHOD_NOT_CLAIMED:
+                return found
+            missed = missed or found
+        return missed
 
     def buckets_for(self, path: str) -> Iterator[list[Candidate]]:
-        """The buckets whose path could match, in precedence order."""
+        """The buckets whose path could match, in the order `lookup` probes them."""
         exact = self.exact.get(path)
         if exact:
             yield exact
@@ -177,12 +221,26 @@ class Router:
         if table is None:
             return NO_LISTENER
         path = normalize_path(path)
+        host = normalize_host(host)
+        # The tiers of PortTable.tiers, inlined: this runs for every request.
         seen_host = False
-        for host_table in table.tiers(normalize_host(host)):
+        host_table = table.exact.get(host)
+        if host_table is not None:
             seen_host = True
             outcome = host_table.lookup(path, method, headers, query)
             if outcome is not None:
                 return outcome
+        if table.wildcard:
+            for suffix, depth in wildcard_suffixes(host):
+                host_table = table.wildcard.get(suffix)
+                if host_table is not None and (depth == 1 or not host_table.one_label):
+                    seen_host = True
+                    outcome = host_table.lookup(path, method, headers, query)
+                    if outcome is not None:
+                        return outcome
+        if table.catch_all is not None:
+            outcome = table.catch_all.lookup(path, method, headers, query)
+            return NO_MATCH if outcome is None else outcome
         return NO_MATCH if seen_host else NO_HOST
 
 
