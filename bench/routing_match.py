@@ -31,7 +31,6 @@ import tracemalloc
 from dataclasses import dataclass
 
 from coxswain_proto.gen.coxswain.discovery import v1 as pb
-
 from coxswain_routing import (
     Backend,
     HostRoutes,
