@@ -26,7 +26,7 @@ from coxswain_routing._model import __all__ as _model_all
 from coxswain_routing._paths import normalize_path, prefix_covers
 from coxswain_routing._version import __version__
 from coxswain_routing._weighted import MirrorSampler, WeightedRoundRobin
-from coxswain_routing._wire import WireError, from_wire, resource_hash, to_wire
+from coxswain_routing._wire import WireError, from_wire, resource_hash, snapshot_version, to_wire
 
 __all__ = [
     *_model_all,
@@ -63,6 +63,7 @@ __all__ = [
     "WireError",
     "from_wire",
     "resource_hash",
+    "snapshot_version",
     "to_wire",
     "__version__",
 ]

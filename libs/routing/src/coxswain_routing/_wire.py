@@ -10,6 +10,7 @@ controller's compiler makes canonical.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 from coxswain_proto.gen.coxswain.discovery import v1 as pb
 from coxswain_routing import _model as m
@@ -30,7 +31,7 @@ from coxswain_routing._wire_rules import (
     rule_to_wire,
 )
 
-__all__ = ["WireError", "from_wire", "resource_hash", "to_wire"]
+__all__ = ["WireError", "from_wire", "resource_hash", "snapshot_version", "to_wire"]
 
 
 def _listener(x: m.Listener) -> pb.Listener:
@@ -214,3 +215,15 @@ def from_wire(message: pb.Resource) -> m.Resource:
 def resource_hash(resource: m.Resource) -> str:
     """The hex SHA-256 of a resource's wire bytes: its content version."""
     return hashlib.sha256(bytes(to_wire(resource))).hexdigest()
+
+
+def snapshot_version(hashes: Mapping[str, str]) -> str:
+    """The version of a whole snapshot from its resources' keys and hashes.
+
+    Independent of the order resources arrived in (deltas and a full snapshot of the same
+    content agree), so a proxy recomputes it after applying a delta and refuses a mismatch.
+    """
+    digest = hashlib.sha256()
+    for key in sorted(hashes):
+        digest.update(f"{key}\0{hashes[key]}\n".encode())
+    return digest.hexdigest()

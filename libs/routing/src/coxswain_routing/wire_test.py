@@ -52,6 +52,7 @@ from coxswain_routing import (
     WireError,
     from_wire,
     resource_hash,
+    snapshot_version,
     to_wire,
 )
 
@@ -259,3 +260,11 @@ def test_a_key_that_does_not_match_the_body_is_refused() -> None:
 def test_a_resource_without_a_known_body_is_refused() -> None:
     with pytest.raises(WireError, match="no body"):
         from_wire(pb.Resource(key="future/thing"))
+
+
+def test_snapshot_version_ignores_order_but_not_content() -> None:
+    a = {"endpoints/ns/a/80": "1", "routes/t/80/*": "2"}
+    b = dict(reversed(list(a.items())))
+    assert snapshot_version(a) == snapshot_version(b)
+    assert snapshot_version(a) != snapshot_version({**a, "routes/t/80/*": "3"})
+    assert snapshot_version(a) != snapshot_version({"endpoints/ns/a/80": "1"})
