@@ -7,6 +7,7 @@ from typing import Any
 
 import kubernetes
 import pytest
+from kubernetes import watch
 
 from coxswain_devkit.apiserver import ThreadedApiServer
 
@@ -24,6 +25,25 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def new_watch() -> Any:
+    """A `kubernetes.watch.Watch` (the package has no type hints)."""
+    return watch.Watch()  # type: ignore[no-untyped-call]
+
+
+def dynamic_client(client: Any) -> Any:
+    return kubernetes.dynamic.DynamicClient(client)  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture
+def apps(client: Any) -> Any:
+    return kubernetes.client.AppsV1Api(client)
+
+
+@pytest.fixture
+def networking(client: Any) -> Any:
+    return kubernetes.client.NetworkingV1Api(client)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import kubernetes
 import pytest
 from kubernetes.client import ApiException
 
@@ -24,7 +23,7 @@ GW = ("gateway.networking.k8s.io", "v1")
 
 
 def _status(err: ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(err.body)
+    body: dict[str, Any] = json.loads(err.body or "")
     assert body["kind"] == "Status"
     assert body["code"] == err.status
     return body
@@ -57,8 +56,7 @@ def test_create_sets_uid_timestamp_generation_and_a_rising_resource_version(
     assert versions == sorted(set(versions))
 
 
-def test_generation_moves_with_spec_only(client: Any) -> None:
-    apps = kubernetes.client.AppsV1Api(client)
+def test_generation_moves_with_spec_only(apps: Any) -> None:
     created = apps.create_namespaced_deployment("default", _deployment("web"))
     labelled = apps.patch_namespaced_deployment(
         "web", "default", {"metadata": {"labels": {"x": "y"}}}
@@ -73,8 +71,7 @@ def test_generation_moves_with_spec_only(client: Any) -> None:
     assert changed.metadata.generation == 2
 
 
-def test_status_subresource_splits_writes(client: Any) -> None:
-    apps = kubernetes.client.AppsV1Api(client)
+def test_status_subresource_splits_writes(apps: Any) -> None:
     body = _deployment("web")
     body["status"] = {"replicas": 9}
     created = apps.create_namespaced_deployment("default", body)
@@ -268,8 +265,8 @@ def test_finalizers_hold_a_deleted_object_until_removed(core: Any) -> None:
     assert raised.value.status == 404
 
 
-def test_cluster_scoped_kinds_have_no_namespace(client: Any) -> None:
-    net = kubernetes.client.NetworkingV1Api(client)
+def test_cluster_scoped_kinds_have_no_namespace(networking: Any) -> None:
+    net = networking
     created = net.create_ingress_class(
         {
             "metadata": {"name": "coxswain", "namespace": "ignored"},

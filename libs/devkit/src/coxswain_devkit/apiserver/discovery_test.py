@@ -19,6 +19,7 @@ import pytest
 
 from coxswain_devkit import crds
 from coxswain_devkit.apiserver import ApiServer
+from coxswain_devkit.apiserver.conftest import dynamic_client
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 
@@ -200,7 +201,7 @@ async def test_the_dynamic_client_discovers_custom_kinds(api: ApiServer) -> None
 
     def discover() -> str:
         with kubernetes.client.ApiClient(kubernetes.client.Configuration(host=api.url)) as client:
-            dynamic = kubernetes.dynamic.DynamicClient(client)
+            dynamic = dynamic_client(client)
             return str(
                 dynamic.resources.get(api_version=f"{GATEWAY_GROUP}/v1", kind="HTTPRoute").name
             )

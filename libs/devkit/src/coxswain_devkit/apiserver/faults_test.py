@@ -1,8 +1,9 @@
 """Injected faults, seen by the real client: failures, pauses, latency, closed watches, restarts.
 
-Covers `fail_next` with 500 and with 429 (Retry-After, which the client's retries honour), `pause` holding a request until `resume`,
-`latency` delaying each answer, `close_watches` ending an open watch at once, and `restart`
-keeping objects, uids and the port. The 410 that follows a restart is in watch_test.py.
+Covers `fail_next` with 500 and with 429 (Retry-After, which the client's retries honour),
+`pause` holding a request until `resume`, `latency` delaying each answer, `close_watches` ending
+an open watch at once, and `restart` keeping objects, uids and the port. The 410 that follows a
+restart is in watch_test.py.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from kubernetes import watch
 from kubernetes.client import ApiException
 
 from coxswain_devkit.apiserver import ThreadedApiServer
+from coxswain_devkit.apiserver.conftest import new_watch
 
 
 def test_fail_next_fails_exactly_that_many_requests(api: ThreadedApiServer, core: Any) -> None:
@@ -27,7 +28,7 @@ def test_fail_next_fails_exactly_that_many_requests(api: ThreadedApiServer, core
         with pytest.raises(ApiException) as raised:
             core.list_namespace()
         assert raised.value.status == 500
-        assert json.loads(raised.value.body)["reason"] == "InternalError"
+        assert json.loads(raised.value.body or "")["reason"] == "InternalError"
     assert core.list_namespace().items
 
 
@@ -67,7 +68,7 @@ def test_latency_delays_every_answer(api: ThreadedApiServer, core: Any) -> None:
 
 def test_close_watches_ends_open_watches(api: ThreadedApiServer, core: Any) -> None:
     rv = core.list_namespaced_config_map("default").metadata.resource_version
-    w = watch.Watch()
+    w = new_watch()
     events = w.stream(
         core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=60
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes import watch
+from coxswain_devkit.apiserver.conftest import new_watch
 
 
 def _owned(core: Any, name: str, *owners: Any) -> Any:
@@ -24,7 +24,7 @@ def _owned(core: Any, name: str, *owners: Any) -> Any:
 
 
 def _wait_deleted(core: Any, namespace: str, names: set[str], rv: str) -> None:
-    w = watch.Watch()
+    w = new_watch()
     for event in w.stream(
         core.list_namespaced_config_map, namespace, resource_version=rv, timeout_seconds=30
     ):
@@ -75,7 +75,7 @@ def test_a_deleted_namespace_takes_its_contents(core: Any) -> None:
     core.create_namespaced_secret("team", {"metadata": {"name": "s"}})
     rv = core.list_namespace().metadata.resource_version
     core.delete_namespace("team")
-    w = watch.Watch()
+    w = new_watch()
     for event in w.stream(core.list_namespace, resource_version=rv, timeout_seconds=30):
         if event["type"] == "DELETED" and event["raw_object"]["metadata"]["name"] == "team":
             w.stop()

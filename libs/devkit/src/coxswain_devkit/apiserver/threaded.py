@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from coxswain_devkit.apiserver.server import ApiServer
 
@@ -48,15 +48,20 @@ class ThreadedApiServer:
     async def _start(self) -> ApiServer:
         return await ApiServer(**self._settings).start()
 
-    def call(self, fn: Callable[[ApiServer], T]) -> T:
+    @overload
+    def call(self, fn: Callable[[ApiServer], Awaitable[T]]) -> T: ...
+
+    @overload
+    def call(self, fn: Callable[[ApiServer], T]) -> T: ...
+
+    def call(self, fn: Callable[[ApiServer], Any]) -> Any:
         """Run `fn(server)` on the server's loop; a coroutine it returns is awaited there."""
 
         async def run() -> Any:
             result: Any = fn(self.server)
             return await result if inspect.isawaitable(result) else result
 
-        result: T = self._run(run())
-        return result
+        return self._run(run())
 
     def stop(self) -> None:
         if self._server is not None:

@@ -14,17 +14,16 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from kubernetes import watch
 from kubernetes.client import ApiException
 
 from coxswain_devkit.apiserver import ThreadedApiServer
-from coxswain_devkit.apiserver.conftest import TEST_WINDOW
+from coxswain_devkit.apiserver.conftest import TEST_WINDOW, new_watch
 
 
 @contextmanager
 def watching(core: Any, **kwargs: Any) -> Iterator[Iterator[dict[str, Any]]]:
     kwargs.setdefault("timeout_seconds", 30)
-    w = watch.Watch()
+    w = new_watch()
     stream = w.stream(core.list_namespaced_config_map, "default", **kwargs)
     try:
         yield stream

@@ -1,0 +1,75 @@
+"""The echo backend over real sockets: HTTP/1.1 JSON, WebSocket echo, and the gRPC echo.
+
+Covers the conformance-shaped JSON (method, path with query, host, headers as lists, query,
+protocol, namespace, pod), `X-Echo-Set-Header`, text and binary WebSocket messages, and a gRPC
+call to an arbitrary method answered with the method, metadata and identity. Leaves out h2c for
+plain HTTP, which the echo backend does not serve (see docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import aiohttp
+import grpc
+import pytest
+
+from coxswain_devkit.echo import EchoServer
+from coxswain_devkit.echo.grpc_echo import ECHO_METHOD
+
+
+@pytest.fixture
+async def echo() -> AsyncIterator[EchoServer]:
+    async with EchoServer(namespace="team", pod="echo-0", grpc_port=0) as server:
+        yield server
+
+
+async def test_http_request_is_described(echo: EchoServer) -> None:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{echo.url}/a/b?x=1&x=2", headers={"Host": "example.com", "X-Test": "yes"}, data=b"hi"
+        ) as response,
+    ):
+        seen = await response.json()
+    assert seen["method"] == "POST"
+    assert seen["path"] == "/a/b?x=1&x=2"
+    assert seen["host"] == "example.com"
+    assert seen["headers"]["X-Test"] == ["yes"]
+    assert seen["query"] == {"x": ["1", "2"]}
+    assert seen["protocol"] == "HTTP/1.1"
+    assert (seen["namespace"], seen["pod"]) == ("team", "echo-0")
+
+
+async def test_set_header_adds_response_headers(echo: EchoServer) -> None:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(echo.url, headers={"X-Echo-Set-Header": "X-Foo: bar, X-Baz: qux"}) as response,
+    ):
+        assert (response.headers["X-Foo"], response.headers["X-Baz"]) == ("bar", "qux")
+
+
+async def test_websocket_echoes_text_and_binary(echo: EchoServer) -> None:
+    async with aiohttp.ClientSession() as http, http.ws_connect(f"{echo.url}/ws") as ws:
+        await ws.send_str("hello")
+        assert await ws.receive_str(timeout=10) == "hello"
+        await ws.send_bytes(b"\x00\x01")
+        assert await ws.receive_bytes(timeout=10) == b"\x00\x01"
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        pytest.param(ECHO_METHOD, id="conventional"),
+        pytest.param("/any.Service/AnyMethod", id="arbitrary"),
+    ],
+)
+async def test_grpc_echo_answers_any_method(echo: EchoServer, method: str) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{echo.grpc_port}") as channel:
+        call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+        reply = json.loads(await call(b"12345", metadata=(("x-test", "yes"),), timeout=10))
+    assert reply["method"] == method
+    assert reply["metadata"]["x-test"] == ["yes"]
+    assert reply["request_size"] == 5
+    assert (reply["namespace"], reply["pod"]) == ("team", "echo-0")
