@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from coxswain_devkit import logs
+from coxswain_devkit import crds, logs
 from coxswain_devkit._version import __version__
 from coxswain_devkit.apiserver import ApiServer
 
@@ -34,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     api.add_argument("--port", type=int, default=6443, help="port (0: any)")
     api.add_argument(
         "--manifests", type=Path, action="append", default=[], help="YAML file or directory to load"
+    )
+    api.add_argument(
+        "--gateway-api",
+        choices=["none", "standard", "experimental"],
+        default="none",
+        help="apply the bundled Gateway API CRDs of this channel at start",
     )
     api.add_argument(
         "--kubeconfig-out", type=Path, help="where to write the kubeconfig (default: a temp dir)"
@@ -71,6 +77,10 @@ async def run_apiserver(args: argparse.Namespace) -> None:
         window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
     )
+    if args.gateway_api != "none":
+        bundled = crds.standard() if args.gateway_api == "standard" else crds.experimental()
+        server.apply(bundled)
+        log.info("gateway api crds loaded", extra={"fields": {"channel": args.gateway_api}})
     for path in args.manifests:
         loaded = server.apply_manifests(path)
         log.info("manifests loaded", extra={"fields": {"path": str(path), "objects": len(loaded)}})

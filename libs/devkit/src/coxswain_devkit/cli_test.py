@@ -1,9 +1,9 @@
 """`coxswain-devkit` as a process: the API emulator with manifests, and the echo backend.
 
-Covers `apiserver --port 0 --manifests DIR --kubeconfig-out PATH` (prints the kubeconfig path,
-logs "apiserver listening" with its port, serves the loaded CRDs to kubectl, stops cleanly on
-SIGTERM) and `echo --port 0` (logs "echo listening" and answers). The emulator's behaviour itself
-is tested in apiserver/.
+Covers `apiserver --port 0 --gateway-api experimental --manifests DIR --kubeconfig-out PATH`
+(prints the kubeconfig path, logs "apiserver listening" with its port, serves the bundled and
+loaded CRDs to kubectl, stops cleanly on SIGTERM) and `echo --port 0` (logs "echo listening" and
+answers). The emulator's behaviour itself is tested in apiserver/.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ def test_apiserver_process_serves_its_manifests_to_kubectl(tmp_path: Path) -> No
         "apiserver",
         "--port",
         "0",
+        "--gateway-api",
+        "experimental",
         "--manifests",
         str(manifests),
     ]
@@ -60,6 +62,10 @@ def test_apiserver_process_serves_its_manifests_to_kubectl(tmp_path: Path) -> No
         assert done.returncode == 0, done.stderr
         assert (
             "customresourcedefinition.apiextensions.k8s.io/httproutes.gateway.networking.k8s.io"
+            in done.stdout
+        )
+        assert (
+            "customresourcedefinition.apiextensions.k8s.io/tlsroutes.gateway.networking.k8s.io"
             in done.stdout
         )
         assert "namespace/demo" in done.stdout
