@@ -1,0 +1,74 @@
+"""Starting and stopping the discovery listener (port 50051) from the controller's `serve`."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc.aio
+
+from coxswain_controller.discovery.credentials import (
+    CertificateAuthority,
+    ServingCredentials,
+    mint_serving_certificate,
+)
+from coxswain_controller.discovery.leadership import Leadership
+from coxswain_controller.discovery.nodes import NodeRegistry
+from coxswain_controller.discovery.registry import SnapshotRegistry
+from coxswain_controller.discovery.scopes import Identity
+from coxswain_controller.discovery.server import DiscoveryService
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DiscoverySettings", "start"]
+
+# Stream keepalives let a proxy notice a dead controller (and a controller a dead proxy)
+# without waiting for TCP to time out.
+_OPTIONS = [
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoverySettings:
+    address: str
+    port: int
+    ca_cert_file: Path
+    ca_key_file: Path
+    dns_names: tuple[str, ...]
+    trust_domain: str
+    shared_proxy: Identity
+
+
+async def start(
+    settings: DiscoverySettings,
+    *,
+    registry: SnapshotRegistry,
+    nodes: NodeRegistry,
+    leadership: Leadership,
+) -> tuple[grpc.aio.Server, int]:
+    ca = CertificateAuthority(settings.ca_cert_file.read_bytes(), settings.ca_key_file.read_bytes())
+    serving = mint_serving_certificate(
+        ca,
+        dns_names=settings.dns_names,
+        spiffe_id=f"spiffe://{settings.trust_domain}/ns/coxswain-system/sa/coxswain-controller",
+    )
+    server = grpc.aio.server(options=_OPTIONS)
+    DiscoveryService(
+        registry=registry,
+        nodes=nodes,
+        leadership=leadership,
+        trust_domain=settings.trust_domain,
+        shared_proxy=settings.shared_proxy,
+    ).add_to(server)
+    port = server.add_secure_port(
+        f"{settings.address}:{settings.port}", ServingCredentials(serving).credentials
+    )
+    await server.start()
+    log.info("discovery listening", extra={"fields": {"address": settings.address, "port": port}})
+    return server, port

@@ -1,0 +1,60 @@
+"""The proxies connected to this controller: who they are, what they acked, what they bound.
+
+The status writer reads this to gate a Gateway's Programmed condition on bind + ack (spec 000);
+the operator API reads it for the fleet view. A node is one live stream under one `node_id`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from coxswain_controller.discovery.scopes import Identity, Scope
+
+__all__ = ["Node", "NodeConflict", "NodeRegistry"]
+
+
+class NodeConflict(Exception):
+    """A node_id already streaming under another identity."""
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    node_id: str
+    identity: Identity
+    scope: Scope
+    close: Callable[[str], None]  # ends this node's stream, saying why
+    connected_at: float = field(default_factory=time.time)
+    acked_version: str = ""
+    acked_seq: int = 0
+    bound: tuple[tuple[int, str], ...] = ()  # (port, protocol), as its last NodeStatus said
+
+
+class NodeRegistry:
+    def __init__(self) -> None:
+        self._nodes: dict[str, Node] = {}
+
+    def register(self, node: Node) -> None:
+        """Add `node`; a live stream with its id and identity is closed (a reconnect)."""
+        live = self._nodes.get(node.node_id)
+        if live is not None:
+            if live.identity != node.identity:
+                raise NodeConflict(
+                    f"node_id {node.node_id!r} is already streaming as {live.identity}"
+                )
+            live.close("superseded by a new stream from the same node")
+        self._nodes[node.node_id] = node
+
+    def unregister(self, node: Node) -> None:
+        if self._nodes.get(node.node_id) is node:
+            del self._nodes[node.node_id]
+
+    def get(self, node_id: str) -> Node | None:
+        return self._nodes.get(node_id)
+
+    def in_scope(self, scope: Scope) -> list[Node]:
+        return [n for n in self._nodes.values() if n.scope == scope]
+
+    def all(self) -> list[Node]:
+        return list(self._nodes.values())
