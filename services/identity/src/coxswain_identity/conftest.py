@@ -131,21 +131,24 @@ def make_csr(
 
 
 async def issue(
-    replica: service.Service, token_: str, csr_pem: bytes, *, trust: bytes | None = None
+    replica: service.Service | int, token_: str, csr_pem: bytes, *, trust: bytes | None = None
 ) -> identity.IssueSvidResponse:
-    """IssueSvid over TLS, verifying the listener against `trust` (default: the replica's CA)."""
+    """IssueSvid over TLS to a replica (or a port), verifying the listener against `trust`
+    (default: the replica's CA)."""
     if trust is None:
+        assert isinstance(replica, service.Service)
         authority = replica.authority()
         assert authority is not None
         trust = authority.bundle_pem
-    target = f"127.0.0.1:{replica.port}"
+    port = replica if isinstance(replica, int) else replica.port
+    target = f"127.0.0.1:{port}"
     async with grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(trust)) as channel:
         request = identity.IssueSvidRequest(token=token_, csr_pem=csr_pem)
         response: identity.IssueSvidResponse = await rpc.issue_svid(channel)(request, timeout=20)
         return response
 
 
-async def refused(replica: service.Service, token_: str, csr_pem: bytes, **kw: Any) -> Any:
+async def refused(replica: service.Service | int, token_: str, csr_pem: bytes, **kw: Any) -> Any:
     """The AioRpcError an IssueSvid call ends with."""
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await issue(replica, token_, csr_pem, **kw)
