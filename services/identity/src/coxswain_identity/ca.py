@@ -32,7 +32,7 @@ SigningKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 # A self-created CA lives a year; SVIDs (24 h) and the serving certificate never outlive it.
 AUTO_CA_VALIDITY = datetime.timedelta(days=365)
 AUTO_CA_NAME = "coxswain discovery CA"
-TLS_SECRET_TYPE = "kubernetes.io/tls"
+TLS_SECRET_TYPE = "kubernetes.io/tls"  # noqa: S105 - a Secret type, not a password
 
 
 class Mode(enum.StrEnum):
@@ -100,8 +100,10 @@ def from_secret_data(data: dict[str, str] | None, *, now: datetime.datetime) -> 
     certificate = chain[0]
     _check_is_ca(certificate, key, now=now)
     rest = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in chain[1:])
-    bundle = extra.strip() + b"\n" if extra.strip() else chain[0].public_bytes(
-        serialization.Encoding.PEM
+    bundle = (
+        extra.strip() + b"\n"
+        if extra.strip()
+        else chain[0].public_bytes(serialization.Encoding.PEM)
     )
     return Authority(certificate, key, rest, bundle)
 
@@ -198,6 +200,8 @@ def create(core: Any, ref: ObjectRef) -> Authority:
         # AlreadyExists is the arbiter between replicas starting together: whoever lost
         # re-reads and uses the winner's CA, so every replica ends up with the same one.
         if kube.status_of(exc) != 409:
-            raise errors.Unavailable(f"creating CA Secret {ref}: {exc.status} {exc.reason}") from exc
+            raise errors.Unavailable(
+                f"creating CA Secret {ref}: {exc.status} {exc.reason}"
+            ) from exc
         log.info("CA Secret created by a peer first", extra={"fields": {"secret": str(ref)}})
     return read(core, ref)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import uvloop
 
-from coxswain_identity import admin, ca, logs, server, serving, service, tokens
+from coxswain_identity import admin, ca, logs, server, service, serving, tokens
 from coxswain_identity._version import __version__
 
 log = logging.getLogger("coxswain_identity")

@@ -65,7 +65,9 @@ async def test_serve_issues_an_svid_and_stops_on_sigterm(
     leaf.verify_directly_issued_by(x509.load_pem_x509_certificate(bundle))
     lifetime = leaf.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
     assert abs(lifetime - datetime.timedelta(hours=2)) < datetime.timedelta(minutes=1)
-    assert 'coxswain_identity_svid_issuance_total{result="issued"} 1.0' in _get(f"{admin}/metrics")[1]
+    assert (
+        'coxswain_identity_svid_issuance_total{result="issued"} 1.0' in _get(f"{admin}/metrics")[1]
+    )
     issued = process.wait_for_msg("svid issued")
     assert issued["service_account"] == str(SHARED_PROXY)
     assert "token" not in issued

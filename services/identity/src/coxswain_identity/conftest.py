@@ -42,12 +42,12 @@ class FakeClock:
         return self.now
 
 
-async def eventually(predicate: Callable[[], Any], *, timeout: float = WAIT_SECONDS) -> Any:
+async def eventually(predicate: Callable[[], Any], *, within: float = WAIT_SECONDS) -> Any:
     """Wait until `predicate()` is truthy (checked every few ms) and return its value."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within
     while not (value := predicate()):
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+            raise AssertionError(f"condition not met within {within}s: {predicate}")
         await asyncio.sleep(0.01)
     return value
 
@@ -71,7 +71,7 @@ def kube_client(api: ThreadedApiServer) -> Iterator[Any]:
 
 @pytest.fixture
 def core(kube_client: Any) -> Any:
-    core_ = kubernetes.client.CoreV1Api(kube_client)
+    core_: Any = kubernetes.client.CoreV1Api(kube_client)
     core_.create_namespace({"metadata": {"name": NAMESPACE}})
     core_.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": SHARED_PROXY.name}})
     return core_
@@ -113,7 +113,9 @@ async def replica(api: ThreadedApiServer, core: Any) -> AsyncIterator[service.Se
 
 def token(core: Any, sa: tokens.ServiceAccount, *, audience: str = AUDIENCE) -> str:
     spec = {"spec": {"audiences": [audience], "expirationSeconds": 3600}}
-    return str(core.create_namespaced_service_account_token(sa.name, sa.namespace, spec).status.token)
+    return str(
+        core.create_namespaced_service_account_token(sa.name, sa.namespace, spec).status.token
+    )
 
 
 def make_csr(

@@ -18,6 +18,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from coxswain_identity import errors
 from coxswain_identity.ca import Authority
 
+LeafKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey
 # "Checks the CSR (PEM PKCS#10; key type and size: EC P-256/P-384 or RSA >= 2048)" (issue 5).
 ALLOWED_CURVES = (ec.SECP256R1, ec.SECP384R1)
 MIN_RSA_BITS = 2048
@@ -75,10 +76,13 @@ def sign(
     ttl: datetime.timedelta,
     now: datetime.datetime,
 ) -> Svid:
-    """An SVID for the CSR's key: `uri` as its only name, client and server auth, capped by the CA."""
+    """An SVID for the CSR's key: `uri` its only name, client+server auth, capped by the CA."""
+    key = csr.public_key()
+    if not isinstance(key, LeafKey):  # `check` let it through: a bug, not the caller's fault
+        raise TypeError(f"cannot certify a {type(key).__name__}")
     not_after = min(now + ttl, authority.not_after)
     certificate = (
-        leaf_builder(authority, csr.public_key(), not_before=now - CLOCK_SKEW, not_after=not_after)
+        leaf_builder(authority, key, not_before=now - CLOCK_SKEW, not_after=not_after)
         .add_extension(x509.SubjectAlternativeName([x509.UniformResourceIdentifier(uri)]), True)
         .sign(authority.key, hashes.SHA256())
     )
@@ -88,7 +92,7 @@ def sign(
 
 def leaf_builder(
     authority: Authority,
-    public_key: x509.CertificateIssuerPublicKeyTypes,
+    public_key: LeafKey,
     *,
     not_before: datetime.datetime,
     not_after: datetime.datetime,
@@ -106,7 +110,9 @@ def leaf_builder(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_leaf_key_usage(key_encipherment=is_rsa), critical=True)
         .add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
             critical=False,
         )
         .add_extension(

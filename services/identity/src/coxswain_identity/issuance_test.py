@@ -49,7 +49,9 @@ async def test_issues_an_svid_naming_only_the_service_account(
     replica: service.Service, core: Any
 ) -> None:
     before = _count("issued")
-    csr = make_csr(dns=("evil.example.com",), uris=("spiffe://cluster.local/ns/x/sa/admin",), cn="root")
+    csr = make_csr(
+        dns=("evil.example.com",), uris=("spiffe://cluster.local/ns/x/sa/admin",), cn="root"
+    )
     response = await issue(replica, token(core, SHARED_PROXY), csr)
 
     authority = replica.authority()
@@ -67,6 +69,16 @@ async def test_issues_an_svid_naming_only_the_service_account(
     assert _count("issued") == before + 1
 
 
+def _expired(ctx: dict[str, Any]) -> str:
+    ctx["clock"].now += 3601  # the emulator's clock: tokens live an hour
+    return str(ctx["token"])
+
+
+def _orphaned(ctx: dict[str, Any]) -> str:
+    ctx["core"].delete_namespaced_service_account(SHARED_PROXY.name, SHARED_PROXY.namespace)
+    return str(ctx["token"])
+
+
 @pytest.mark.parametrize(
     ("spoil", "detail"),
     [
@@ -77,16 +89,9 @@ async def test_issues_an_svid_naming_only_the_service_account(
             "not authenticated",
             id="wrong-audience",
         ),
+        pytest.param(_expired, "expired", id="expired-token"),
         pytest.param(
-            lambda ctx: (setattr(ctx["clock"], "now", ctx["clock"].now + 3601), ctx["token"])[1],
-            "expired",
-            id="expired-token",
-        ),
-        pytest.param(
-            lambda ctx: (
-                ctx["core"].delete_namespaced_service_account(SHARED_PROXY.name, SHARED_PROXY.namespace),
-                ctx["token"],
-            )[1],
+            _orphaned,
             "deleted",
             id="service-account-deleted",
         ),
@@ -129,7 +134,10 @@ async def test_allows_a_dedicated_proxy_once_its_gateway_exists(
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "Gateway",
         "metadata": {"name": "edge", "namespace": sa.namespace},
-        "spec": {"gatewayClassName": "coxswain", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+        "spec": {
+            "gatewayClassName": "coxswain",
+            "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+        },
     }
     error = await refused(replica, token(core, sa), make_csr())
     assert error.code() == grpc.StatusCode.PERMISSION_DENIED
@@ -154,17 +162,17 @@ def _bad_signature() -> bytes:
     csr = x509.load_pem_x509_csr(pem)
     der = bytearray(csr.public_bytes(serialization.Encoding.DER))
     der[-1] ^= 0xFF  # the last byte of the RSA signature
-    return x509.load_der_x509_csr(bytes(der)).public_bytes(
-        serialization.Encoding.PEM
-    )
+    return x509.load_der_x509_csr(bytes(der)).public_bytes(serialization.Encoding.PEM)
 
 
 @pytest.mark.parametrize(
     ("csr", "detail"),
     [
-        pytest.param(lambda: b"-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n", "not a PEM", id="garbage"),
         pytest.param(
-            lambda: make_csr(rsa.generate_private_key(public_exponent=65537, key_size=1024)),
+            lambda: b"-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n", "not a PEM", id="garbage"
+        ),
+        pytest.param(
+            lambda: make_csr(rsa.generate_private_key(public_exponent=65537, key_size=1024)),  # noqa: S505 - weak on purpose
             "1024 bits",
             id="rsa-1024",
         ),

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import kubernetes
-import urllib3
+import urllib3  # pants: no-infer-dep  (kubernetes' own transport: it comes with the client)
 from kubernetes.client import ApiException
 
 __all__ = ["ApiException", "ConfigError", "blocking", "call", "connect", "status_of"]

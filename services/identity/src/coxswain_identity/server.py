@@ -93,7 +93,9 @@ class Issuer:
         )
         return response, uri
 
-    def _record(self, decision: Decision, context: grpc.aio.ServicerContext, started: float) -> None:
+    def _record(
+        self, decision: Decision, context: grpc.aio.ServicerContext, started: float
+    ) -> None:
         metrics.ISSUANCE.labels(result=decision.result).inc()
         metrics.LATENCY.observe(time.perf_counter() - started)
         fields = {
@@ -103,5 +105,5 @@ class Issuer:
             "peer": context.peer(),
         }
         level = logging.INFO if decision.result == "issued" else logging.WARNING
-        log.log(level, "svid " + decision.result.replace("_", " "), extra={"fields": fields})
-
+        message = "svid " + decision.result.replace("_", " ")
+        log.log(level, message, extra={"fields": fields})

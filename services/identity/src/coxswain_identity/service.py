@@ -21,8 +21,18 @@ from typing import Any
 import grpc.aio
 import kubernetes
 
-from coxswain_identity import admin, ca, ca_watch, errors, kube, serving, server, tasks, tokens
-from coxswain_identity import trust
+from coxswain_identity import (
+    admin,
+    ca,
+    ca_watch,
+    errors,
+    kube,
+    server,
+    serving,
+    tasks,
+    tokens,
+    trust,
+)
 from coxswain_proto import rpc
 
 log = logging.getLogger(__name__)
@@ -85,11 +95,11 @@ class Service:
             tasks.spawn(self._follow(core), name="ca-follower"),
         ]
         loop = asyncio.get_running_loop()
-        self._watcher = ca_watch.SecretWatcher(
-            core,
-            self.settings.ca_secret,
-            lambda data: loop.call_soon_threadsafe(self._secrets.put_nowait, data),
-        )
+
+        def report(data: ca_watch.SecretData) -> None:  # runs on the watcher's thread
+            loop.call_soon_threadsafe(self._secrets.put_nowait, data)
+
+        self._watcher = ca_watch.SecretWatcher(core, self.settings.ca_secret, report)
         self._watcher.start()
 
     async def stop(self) -> None:
@@ -173,7 +183,9 @@ class Service:
 
     def _drop(self, reason: str) -> None:
         if self._authority is not None or reason not in self._readiness.reasons:
-            log.error("no certificate authority: serving nothing", extra={"fields": {"reason": reason}})
+            log.error(
+                "no certificate authority: serving nothing", extra={"fields": {"reason": reason}}
+            )
         self._authority = None
         self._readiness.await_("ca", reason)
 

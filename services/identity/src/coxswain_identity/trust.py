@@ -40,7 +40,10 @@ def _publish_once(core: Any, ref: ObjectRef, bundle: str) -> bool:
     except kube.ApiException as exc:
         if kube.status_of(exc) != 404:
             raise
-        body = {"metadata": {"name": ref.name, "namespace": ref.namespace}, "data": {TRUST_KEY: bundle}}
+        body = {
+            "metadata": {"name": ref.name, "namespace": ref.namespace},
+            "data": {TRUST_KEY: bundle},
+        }
         kube.blocking(core.create_namespaced_config_map, ref.namespace, body)
         return True
     if (current.data or {}).get(TRUST_KEY) == bundle:
