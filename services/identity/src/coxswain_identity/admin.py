@@ -1,7 +1,7 @@
 """The identity's admin surface: /healthz, /readyz, /metrics, off the request path.
 
 It runs on its own port with aiohttp; the request path never touches it. Readiness is a set of
-named things still awaited, so /readyz can say exactly why the proxy is not ready.
+named things still awaited, so /readyz can say exactly why the identity is not ready.
 """
 
 from __future__ import annotations
