@@ -3,10 +3,10 @@
 Covers each outcome: an issued SVID (chain, the SPIFFE ID as the only name whatever the CSR
 asked for, lifetime, EKU), UNAUTHENTICATED for a bad, expired, wrong-audience or orphaned token,
 PERMISSION_DENIED outside the allowlist, a dedicated proxy's `{gateway}-{gatewayclass}` allowed
-once its Gateway exists, INVALID_ARGUMENT for unusable CSRs, and the counter per result. CA
-modes and rotation are in ca_modes_test.py; CSR rules in detail in csr_test.py.
+once its Gateway exists, INVALID_ARGUMENT for unusable CSRs, UNAVAILABLE when the API server
+fails or is down, and the counter per result. CA modes and rotation are in ca_modes_test.py;
+CSR rules in detail in csr_test.py.
 """
-
 from __future__ import annotations
 
 import datetime
@@ -187,3 +187,22 @@ async def test_refuses_unusable_csrs(
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert detail in error.details()
     assert _count("invalid_argument") == before + 1
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(lambda server: server.faults.fail_next(1), id="api-server-error"),
+        pytest.param(lambda server: server.stop(), id="api-server-down"),
+    ],
+)
+async def test_answers_unavailable_when_the_api_server_fails(
+    replica: service.Service, api: ThreadedApiServer, core: Any, fault: Any
+) -> None:
+    before = _count("unavailable")
+    good = token(core, SHARED_PROXY)
+    api.call(fault)
+    error = await refused(replica, good, make_csr())
+    assert error.code() == grpc.StatusCode.UNAVAILABLE
+    assert "Kubernetes API" in error.details()
+    assert _count("unavailable") == before + 1
