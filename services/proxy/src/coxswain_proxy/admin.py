@@ -1,7 +1,9 @@
 """The proxy's admin surface: /healthz, /readyz, /metrics, off the request path.
 
 It runs on its own port with aiohttp; the request path never touches it. Readiness is a set of
-named things still awaited, so /readyz can say exactly why the proxy is not ready.
+named things still awaited, so /readyz can say exactly why the proxy is not ready. Warnings are
+things an operator must see that do not make a proxy holding routing unready (discovery stopped
+on a wire-version mismatch: the proxy still serves its last good snapshot).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Readiness:
 
     def __init__(self) -> None:
         self._awaited: dict[str, str] = {}
+        self._warnings: dict[str, str] = {}
 
     def await_(self, key: str, reason: str) -> None:
         self._awaited[key] = reason
@@ -36,9 +39,16 @@ class Readiness:
     def satisfy(self, key: str) -> None:
         self._awaited.pop(key, None)
 
+    def warn(self, key: str, warning: str) -> None:
+        self._warnings[key] = warning
+
     @property
     def reasons(self) -> list[str]:
         return list(self._awaited.values())
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self._warnings.values())
 
 
 def _app(readiness: Readiness) -> web.Application:
@@ -47,9 +57,11 @@ def _app(readiness: Readiness) -> web.Application:
 
     async def readyz(_: web.Request) -> web.Response:
         reasons = readiness.reasons
+        notes = "".join(f"warning: {w}\n" for w in readiness.warnings)
         if reasons:
-            return web.Response(status=503, text="not ready: " + "; ".join(reasons) + "\n")
-        return web.Response(text="ok\n")
+            text = "not ready: " + "; ".join(reasons) + "\n" + notes
+            return web.Response(status=503, text=text)
+        return web.Response(text="ok\n" + notes)
 
     async def metrics(_: web.Request) -> web.Response:
         body = generate_latest(REGISTRY)

@@ -1,4 +1,9 @@
-"""`coxswain-proxy`: the command line. `serve` runs the data plane until SIGTERM."""
+"""`coxswain-proxy`: the command line. `serve` runs the data plane until SIGTERM.
+
+`serve` wires the pieces: the admin server (readiness, metrics), the routing holder the request
+path reads, and the discovery client that fills it. Without `--discovery-endpoint` the proxy
+starts idle and says so on /readyz (the local demo and the packaging tests start it that way).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,25 @@ import argparse
 import asyncio
 import logging
 import signal
+import socket
 from collections.abc import Sequence
+from pathlib import Path
 
 import uvloop
 
-from coxswain_proxy import admin, logs
+from coxswain_proto import discovery as pb
+from coxswain_proxy import admin, endpoints, errors, logs, ports, svid, tasks
 from coxswain_proxy._version import __version__
+from coxswain_proxy.client import ClientConfig, DiscoveryClient
+from coxswain_proxy.routing import RoutingHolder
 
 log = logging.getLogger("coxswain_proxy")
+
+TOKEN_PATH = "/var/run/secrets/coxswain/discovery-token/token"
+TRUST_BUNDLE_PATH = "/var/run/secrets/coxswain/trust-bundle/ca.crt"
+
+# How long the discovery client gets to close its stream and channel: inside the 5 s budget.
+DISCOVERY_STOP_SECONDS = 2.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,7 +45,28 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--admin-address", default="0.0.0.0", help="admin listen address")
     serve.add_argument("--admin-port", type=int, default=9092, help="admin port (0: any)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    _discovery_flags(serve)
     return parser
+
+
+def _discovery_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("discovery")
+    group.add_argument(
+        "--discovery-endpoint",
+        help="the controller's discovery stream: comma-separated host:port or https://host:port",
+    )
+    group.add_argument(
+        "--discovery-bootstrap-endpoint",
+        help="the identity service that issues SVIDs: comma-separated host:port",
+    )
+    group.add_argument("--token-path", default=TOKEN_PATH, help="the projected token file")
+    group.add_argument("--trust-bundle-path", default=TRUST_BUNDLE_PATH, help="the CA bundle")
+    group.add_argument("--node-id", default=socket.gethostname(), help="default: the hostname")
+    group.add_argument(
+        "--discovery-server-name",
+        help="the name the controller's and identity's certificates must carry "
+        "(default: each endpoint's host)",
+    )
 
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -37,12 +74,61 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         parser.error("--dedicated needs --gateway-name and --gateway-namespace")
     if args.shared and (args.gateway_name or args.gateway_namespace):
         parser.error("--gateway-name/--gateway-namespace apply only with --dedicated")
+    if args.discovery_endpoint and not args.discovery_bootstrap_endpoint:
+        parser.error("--discovery-endpoint needs --discovery-bootstrap-endpoint")
+    try:
+        for flag in (args.discovery_endpoint, args.discovery_bootstrap_endpoint):
+            if flag is not None:
+                endpoints.parse(flag)
+    except errors.ConfigError as exc:
+        parser.error(str(exc))
+
+
+def _scope(args: argparse.Namespace) -> pb.Scope:
+    if args.dedicated:
+        gateway = pb.ScopeGateway(namespace=args.gateway_namespace, name=args.gateway_name)
+        return pb.Scope(gateway=gateway)
+    return pb.Scope(shared_pool=pb.ScopeSharedPool())
+
+
+def _client(
+    args: argparse.Namespace, holder: RoutingHolder, readiness: admin.Readiness
+) -> DiscoveryClient:
+    issuer = svid.SvidIssuer(
+        svid.IssuerConfig(
+            endpoints=endpoints.parse(args.discovery_bootstrap_endpoint),
+            token_path=Path(args.token_path),
+            trust_bundle_path=Path(args.trust_bundle_path),
+            server_name=args.discovery_server_name,
+        )
+    )
+    config = ClientConfig(
+        endpoints=endpoints.parse(args.discovery_endpoint),
+        node_id=args.node_id,
+        scope=_scope(args),
+        server_name=args.discovery_server_name,
+    )
+    return DiscoveryClient(
+        config,
+        issuer=issuer,
+        holder=holder,
+        bound=ports.PortBinder(),
+        on_stop=lambda reason: readiness.warn("discovery", reason),
+    )
 
 
 async def serve(args: argparse.Namespace) -> None:
     readiness = admin.Readiness()
     readiness.await_("snapshot", "no routing snapshot received from the controller yet")
+    holder = RoutingHolder()
+    holder.on_swap(lambda _: readiness.satisfy("snapshot"))
     runner = await admin.start(args.admin_address, args.admin_port, readiness)
+    discovery = None
+    if args.discovery_endpoint:
+        discovery = tasks.spawn(_client(args, holder, readiness).run(), "discovery", may_end=True)
+    else:
+        log.warning("no --discovery-endpoint: the proxy will receive no routing")
+        readiness.warn("discovery", "no --discovery-endpoint configured")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -50,6 +136,9 @@ async def serve(args: argparse.Namespace) -> None:
     log.info("proxy started", extra={"fields": {"version": __version__}})
     await stop.wait()
     log.info("stopping")
+    if discovery is not None:
+        discovery.cancel()
+        await asyncio.wait({discovery}, timeout=DISCOVERY_STOP_SECONDS)
     await runner.cleanup()
     log.info("stopped")
 

@@ -1,0 +1,75 @@
+"""The `--discovery-endpoint` / `--discovery-bootstrap-endpoint` values and how they are dialled.
+
+Both flags take comma-separated `host:port` or `https://host:port`. `http://` is refused: the
+discovery channel is TLS or nothing (docs/discovery.md, "The channel"). Dialling rotates through
+the list, one endpoint per attempt, so a dead or standby replica costs one attempt, not all.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from coxswain_proxy import errors
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: str  # a DNS name or an IP address (IPv6 without brackets)
+    port: int
+
+    @property
+    def target(self) -> str:
+        """The gRPC target string."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def __str__(self) -> str:
+        return self.target
+
+
+def parse(text: str) -> tuple[Endpoint, ...]:
+    """Every endpoint of a comma-separated list; `ConfigError` naming the first bad one."""
+    parsed = tuple(_one(item.strip()) for item in text.split(",") if item.strip())
+    if not parsed:
+        raise errors.ConfigError("no endpoint given")
+    return parsed
+
+
+def _one(item: str) -> Endpoint:
+    scheme, sep, _ = item.partition("://")
+    if sep and scheme != "https":
+        raise errors.ConfigError(f"endpoint {item!r}: only https:// (TLS) is allowed")
+    url = urllib.parse.urlsplit(item if sep else f"https://{item}")
+    try:
+        port = url.port
+    except ValueError as exc:
+        raise errors.ConfigError(f"endpoint {item!r}: {exc}") from exc
+    if not url.hostname or port is None or url.path not in ("", "/"):
+        raise errors.ConfigError(f"endpoint {item!r}: expected host:port")
+    return Endpoint(url.hostname, port)
+
+
+class Rotation:
+    """Cycles through endpoints: stay on `current` while it works, `advance()` after a failure."""
+
+    def __init__(self, endpoints: tuple[Endpoint, ...]) -> None:
+        self._endpoints = endpoints
+        self._index = 0
+
+    def __len__(self) -> int:
+        return len(self._endpoints)
+
+    @property
+    def current(self) -> Endpoint:
+        return self._endpoints[self._index]
+
+    def advance(self) -> None:
+        self._index = (self._index + 1) % len(self._endpoints)
+
+
+def channel_options(server_name: str | None) -> list[tuple[str, Any]]:
+    """Options that make gRPC verify the peer's certificate against `server_name`, if given."""
+    if not server_name:
+        return []
+    return [("grpc.ssl_target_name_override", server_name)]

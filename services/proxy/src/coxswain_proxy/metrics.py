@@ -1,0 +1,46 @@
+"""The discovery client's Prometheus metrics, registered once on import.
+
+Kept apart from the client so the request path and the admin server can import them without
+pulling in grpc, and so each is declared (and documented) in one place.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+DISCOVERY_CONNECTED = Gauge(
+    "coxswain_proxy_discovery_connected",
+    "1 while a discovery stream to the controller is delivering snapshots, else 0.",
+)
+SNAPSHOTS = Counter(
+    "coxswain_proxy_snapshots",
+    "Snapshots received from the controller, by whether they were applied or rejected.",
+    ["result"],
+)
+SNAPSHOT_PUBLISH_SEQ = Gauge(
+    "coxswain_proxy_snapshot_publish_seq",
+    "The controller's publish sequence of the routing snapshot currently served.",
+)
+SNAPSHOT_VERSION = Gauge(
+    "coxswain_proxy_snapshot_version_info",
+    "1, labelled with the version of the routing snapshot currently served.",
+    ["version"],
+)
+SVID_EXPIRY = Gauge(
+    "coxswain_proxy_svid_expiry_timestamp_seconds",
+    "When the SVID the proxy authenticates with expires, in seconds since the epoch.",
+)
+DISCOVERY_STOPPED = Gauge(
+    "coxswain_proxy_discovery_stopped",
+    "1 once the proxy has stopped dialling the controller (a wire-version mismatch).",
+)
+
+for _result in ("applied", "rejected"):
+    SNAPSHOTS.labels(result=_result)
+
+
+def applied(version: str, publish_seq: int) -> None:
+    SNAPSHOTS.labels(result="applied").inc()
+    SNAPSHOT_VERSION.clear()
+    SNAPSHOT_VERSION.labels(version=version).set(1)
+    SNAPSHOT_PUBLISH_SEQ.set(publish_seq)

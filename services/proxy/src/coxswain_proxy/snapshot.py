@@ -1,0 +1,119 @@
+"""Staging a pushed snapshot into a new routing state: pure, never touching the held one.
+
+Where it sits: the discovery client receives a `Snapshot`, calls `stage(held, snapshot)` and, if
+it returns, swaps the result in with one assignment (`routing.RoutingHolder`) and Acks; if it
+raises a `SnapshotRejected`, it keeps `held` and Nacks with the error's text.
+
+Why the shape: docs/discovery.md, "The proxy's side": "stage the new resource set, decode and
+validate it, check the version, build the router, then swap one reference. Any failure keeps
+the last good snapshot and sends a Nack." Every step below builds new values; `RoutingState` is
+frozen and its mappings are read-only views, so a failure half way leaves nothing to undo. Only
+the resources a delta carries are decoded and hashed; unchanged ones are reused as held.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from coxswain_proto import discovery as pb
+from coxswain_routing import (
+    HostRoutes,
+    Resource,
+    Router,
+    WireError,
+    compile_router,
+    from_wire,
+    resource_hash,
+    snapshot_version,
+)
+
+from coxswain_proxy import errors
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingState:
+    """One applied snapshot: what the request path reads, behind a single reference."""
+
+    resources: Mapping[str, Resource]  # by key; a read-only view
+    hashes: Mapping[str, str]  # key -> resource_hash, to recompute the version after a delta
+    version: str  # snapshot_version(hashes), equal to the version the controller sent
+    publish_seq: int  # the controller's publish sequence this version came from
+    router: Router  # compile_router(resources.values()), built once per snapshot
+
+
+def stage(held: RoutingState | None, snapshot: pb.Snapshot) -> RoutingState:
+    """The state `snapshot` leads to from `held`, or a `SnapshotRejected` naming why not."""
+    base = _base(held, snapshot)
+    changed = _decode(snapshot.resources)
+    removed = set(snapshot.removed)
+    resources = {k: v for k, v in base.resources.items() if k not in removed}
+    hashes = {k: v for k, v in base.hashes.items() if k not in removed}
+    for key, resource in changed.items():
+        resources[key] = resource
+        hashes[key] = resource_hash(resource)
+    version = snapshot_version(hashes)
+    # docs/discovery.md, "Versions": "The proxy recomputes it after applying a snapshot and
+    # refuses a mismatch."
+    if version != snapshot.version:
+        kind = "full snapshot" if snapshot.full else "delta"
+        raise errors.VersionMismatch(
+            f"{kind} claims version {snapshot.version!r} but its resources hash to {version!r}"
+        )
+    return RoutingState(
+        resources=MappingProxyType(resources),
+        hashes=MappingProxyType(hashes),
+        version=version,
+        publish_seq=snapshot.publish_seq,
+        router=_compile(resources.values()),
+    )
+
+
+_EMPTY = RoutingState(MappingProxyType({}), MappingProxyType({}), "", 0, compile_router(()))
+
+
+def _base(held: RoutingState | None, snapshot: pb.Snapshot) -> RoutingState:
+    if snapshot.full:
+        # docs/discovery.md, "Deltas": `removed` lists "the keys that disappeared"; a full
+        # snapshot replaces everything, so a non-empty list there means a confused sender.
+        if snapshot.removed:
+            raise errors.MalformedSnapshot("a full snapshot lists removed keys")
+        return _EMPTY
+    # "everything else is unchanged from the version last acked": without one, no base.
+    if held is None:
+        raise errors.DeltaWithoutBase("a delta arrived before any full snapshot was applied")
+    return held
+
+
+def _decode(messages: Iterable[pb.Resource]) -> dict[str, Resource]:
+    decoded: dict[str, Resource] = {}
+    for message in messages:
+        if message.key in decoded:
+            raise errors.MalformedSnapshot(f"resource {message.key!r} appears twice")
+        try:
+            resource = from_wire(message)
+        except WireError as exc:
+            raise errors.UndecodableResource(f"undecodable resource: {exc}") from exc
+        _validate(resource)
+        decoded[message.key] = resource
+    return decoded
+
+
+def _validate(resource: Resource) -> None:
+    if not isinstance(resource, HostRoutes):
+        return
+    for rule in resource.rules:
+        problems = rule.validate()
+        if problems:
+            found = "; ".join(f"{p.field}: {p.message}" for p in problems)
+            raise errors.InvalidResource(f"resource {resource.key!r}, {rule.id}: {found}")
+
+
+def _compile(resources: Iterable[Resource]) -> Router:
+    try:
+        return compile_router(resources)
+    except (re.error, ValueError, KeyError, TypeError) as exc:
+        # A regular expression the matcher cannot compile, say: the model let it through.
+        raise errors.InvalidResource(f"the router could not be built: {exc}") from exc
