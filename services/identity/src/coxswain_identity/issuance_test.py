@@ -7,6 +7,7 @@ once its Gateway exists, INVALID_ARGUMENT for unusable CSRs, UNAVAILABLE when th
 fails or is down, and the counter per result. CA modes and rotation are in ca_modes_test.py;
 CSR rules in detail in csr_test.py.
 """
+
 from __future__ import annotations
 
 import datetime
