@@ -6,15 +6,18 @@ import argparse
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import grpc.aio
 import uvloop
+import yaml
 
 from coxswain_controller import admin, logs
 from coxswain_controller._version import __version__
 from coxswain_controller.discovery import leadership, listener, nodes, registry, scopes
+from coxswain_controller.translate import goldens
 
 log = logging.getLogger("coxswain_controller")
 
@@ -31,7 +34,34 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--admin-port", type=int, default=9090, help="admin port (0: any)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     _discovery_flags(serve)
+    offline = commands.add_parser(
+        "translate", help="translate manifests offline and print the compiled routing and status"
+    )
+    offline.add_argument(
+        "-f", "--filename", action="append", type=Path, default=[], help="a manifest file (YAML)"
+    )
+    offline.add_argument(
+        "--update-goldens", type=Path, metavar="DIR", help="rewrite the golden cases under DIR"
+    )
     return parser
+
+
+def _translate_offline(args: argparse.Namespace) -> int:
+    if args.update_goldens is not None:
+        for case in goldens.update_goldens(args.update_goldens):
+            print(f"updated {case}")
+        return 0
+    if not args.filename:
+        print(
+            "coxswain-controller translate: give -f FILE (or --update-goldens DIR)", file=sys.stderr
+        )
+        return 2
+    documents = []
+    for path in args.filename:
+        with path.open() as handle:
+            documents += list(yaml.safe_load_all(handle))
+    sys.stdout.write(goldens.render_manifests(documents))
+    return 0
 
 
 def _discovery_flags(serve: argparse.ArgumentParser) -> None:
@@ -102,5 +132,7 @@ async def serve(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "translate":
+        sys.exit(_translate_offline(args))
     logs.configure("controller", args.log_level)
     uvloop.run(serve(args))

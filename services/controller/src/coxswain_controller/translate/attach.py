@@ -1,0 +1,156 @@
+"""Which listeners accept a route, and what each parentRef is told.
+
+Spec 003: "A parentRef selects a claimed Gateway, optionally narrowed by sectionName or port.
+The route attaches to each selected listener whose allowedRoutes admit it and whose hostname
+intersects the route's". "A parentRef naming a Gateway this controller does not claim is
+another controller's business and draws no complaint" — it gets no status entry at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coxswain_controller.translate.conditions import Reason
+from coxswain_controller.translate.gateways import GatewayState, ListenerState
+from coxswain_controller.translate.hostnames import intersect
+from coxswain_controller.translate.inputs import Inputs, Obj, namespace
+
+__all__ = ["Attachment", "ParentOutcome", "attach"]
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    gateway: GatewayState
+    listener: ListenerState
+    hostnames: tuple[str, ...]  # "" for every host
+
+
+@dataclass(frozen=True, slots=True)
+class ParentOutcome:
+    parent_ref: Mapping[str, Any]
+    attachments: tuple[Attachment, ...]
+    refusal: tuple[Reason, str] | None  # why no listener accepted the route
+
+
+def attach(
+    route: Obj,
+    kind: str,
+    gateways: Mapping[tuple[str, str], GatewayState],
+    inputs: Inputs,
+) -> list[ParentOutcome]:
+    outcomes = []
+    hostnames = [str(h).lower() for h in (route.get("spec") or {}).get("hostnames") or []]
+    for ref in (route.get("spec") or {}).get("parentRefs") or []:
+        if (ref.get("group") or GATEWAY_GROUP) != GATEWAY_GROUP or (
+            ref.get("kind") or "Gateway"
+        ) != "Gateway":
+            continue
+        gateway = gateways.get((ref.get("namespace") or namespace(route), str(ref.get("name", ""))))
+        if gateway is None:
+            continue
+        outcomes.append(_outcome(route, kind, ref, gateway, hostnames, inputs))
+    return outcomes
+
+
+def _outcome(
+    route: Obj,
+    kind: str,
+    ref: Mapping[str, Any],
+    gateway: GatewayState,
+    hostnames: Sequence[str],
+    inputs: Inputs,
+) -> ParentOutcome:
+    if not gateway.cls.accepted:
+        # Spec 003: "every HTTPRoute naming it is refused with NoMatchingParent and the class's
+        # reason".
+        return ParentOutcome(
+            ref,
+            (),
+            (Reason.NO_MATCHING_PARENT, f"GatewayClass {gateway.cls.name}: {gateway.cls.message}"),
+        )
+    if gateway.problems:
+        return ParentOutcome(ref, (), (Reason.NO_MATCHING_PARENT, gateway.problems[0].message))
+    selected = [
+        x
+        for x in gateway.listeners
+        if x.served
+        and (not ref.get("sectionName") or x.name == ref["sectionName"])
+        and (ref.get("port") is None or x.port == ref["port"])
+    ]
+    if not selected:
+        return ParentOutcome(ref, (), (Reason.NO_MATCHING_PARENT, _no_listener(ref, gateway)))
+    allowed = [
+        x
+        for x in selected
+        if kind in x.supported_kinds and _namespace_allowed(x, gateway, route, inputs)
+    ]
+    if not allowed:
+        return ParentOutcome(
+            ref,
+            (),
+            (
+                Reason.NOT_ALLOWED_BY_LISTENERS,
+                "no selected listener allows this route's kind and namespace",
+            ),
+        )
+    attachments = tuple(
+        Attachment(gateway, x, tuple(names))
+        for x in allowed
+        if (names := intersect(x.hostname, hostnames))
+    )
+    if not attachments:
+        return ParentOutcome(
+            ref,
+            (),
+            (
+                Reason.NO_MATCHING_LISTENER_HOSTNAME,
+                "no selected listener's hostname intersects the route's hostnames",
+            ),
+        )
+    return ParentOutcome(ref, attachments, None)
+
+
+def _no_listener(ref: Mapping[str, Any], gateway: GatewayState) -> str:
+    where = f"Gateway {gateway.namespace}/{gateway.name}"
+    if ref.get("sectionName"):
+        return f"{where} has no served listener named {ref['sectionName']}"
+    if ref.get("port") is not None:
+        return f"{where} has no served listener on port {ref['port']}"
+    return f"{where} has no served listener"
+
+
+def _namespace_allowed(
+    listener: ListenerState, gateway: GatewayState, route: Obj, inputs: Inputs
+) -> bool:
+    namespaces = listener.allowed_routes.get("namespaces") or {}
+    source = namespaces.get("from") or "Same"
+    if source == "All":
+        return True
+    if source == "Same":
+        return namespace(route) == gateway.namespace
+    if source == "Selector":
+        ns_obj = inputs.get("Namespace", "", namespace(route))
+        labels = ((ns_obj or {}).get("metadata") or {}).get("labels") or {}
+        return _selects(namespaces.get("selector") or {}, labels)
+    return False
+
+
+def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True

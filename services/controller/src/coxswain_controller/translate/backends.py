@@ -1,0 +1,258 @@
+"""Backend references: Service ports to endpoint sets, grants, BackendTLSPolicy.
+
+Spec 003 "Backend references": "Each backendRefs entry must be a Service (the default kind)
+with a port that exists on it. A reference into another namespace needs a ReferenceGrant in that
+namespace permitting HTTPRoute from the route's namespace to Service, optionally by name."
+"A reference that cannot be resolved ... keeps its slot and its weight, and its share of the
+traffic answers with a fixed 500". Endpoints come from EndpointSlices: ready endpoints serve,
+terminating ones drain, and a named targetPort is resolved by the slice's own port names.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coxswain_controller.translate.conditions import Reason
+from coxswain_controller.translate.grants import Grants
+from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
+from coxswain_routing import Backend, BackendProtocol, Endpoint, EndpointSet, UpstreamTLS
+
+__all__ = ["BackendResolver", "Resolved"]
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+_PROTOCOLS = {
+    "kubernetes.io/h2c": BackendProtocol.H2C,
+    "kubernetes.io/ws": BackendProtocol.WEBSOCKET,
+    "kubernetes.io/wss": BackendProtocol.WEBSOCKET,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    backend: Backend
+    endpoint_set: EndpointSet | None
+    problem: tuple[Reason, str] | None  # why the reference did not resolve
+
+
+class BackendResolver:
+    def __init__(self, inputs: Inputs, grants: Grants) -> None:
+        self._inputs = inputs
+        self._grants = grants
+        self._slices: dict[tuple[str, str], list[Obj]] = {}
+        for slice_ in inputs.all("EndpointSlice"):
+            labels = (slice_.get("metadata") or {}).get("labels") or {}
+            service = labels.get(SERVICE_NAME_LABEL)
+            if service:
+                self._slices.setdefault((namespace(slice_), service), []).append(slice_)
+        self._policies: dict[tuple[str, str], list[Obj]] = {}
+        # Every endpoint set a resolved reference points at, by key, for the snapshots.
+        self.endpoint_sets: dict[str, EndpointSet] = {}
+        for policy in inputs.all("BackendTLSPolicy"):
+            for target in spec(policy).get("targetRefs") or []:
+                if target.get("kind", "Service") == "Service" and not target.get("group"):
+                    self._policies.setdefault(
+                        (namespace(policy), target.get("name", "")), []
+                    ).append(policy)
+
+    def resolve(
+        self,
+        ref: Mapping[str, Any],
+        *,
+        route_kind: str,
+        route_namespace: str,
+        filters: tuple[Any, ...] = (),
+    ) -> Resolved:
+        weight = int(ref.get("weight", 1))
+        service_ns = ref.get("namespace") or route_namespace
+        service_name = str(ref.get("name", ""))
+        failed = self._check_ref(ref, route_kind, route_namespace, service_ns, service_name)
+        if failed is not None:
+            return _unresolved(weight, failed, filters)
+        service = self._inputs.get("Service", service_ns, service_name)
+        if service is None:
+            return _unresolved(
+                weight,
+                (Reason.BACKEND_NOT_FOUND, f"Service {service_ns}/{service_name} not found"),
+                filters,
+            )
+        port = _service_port(service, ref.get("port"))
+        if port is None:
+            what = f"Service {service_ns}/{service_name} has no port {ref.get('port')}"
+            return _unresolved(weight, (Reason.BACKEND_NOT_FOUND, what), filters)
+        tls = self._tls(service_ns, service_name, port)
+        if isinstance(tls, tuple):
+            return _unresolved(weight, tls, filters)
+        endpoint_set = self._endpoint_set(service_ns, service_name, port)
+        self.endpoint_sets[endpoint_set.key] = endpoint_set
+        protocol = BackendProtocol.GRPC if route_kind == "GRPCRoute" else _protocol(port)
+        backend = Backend(weight, endpoint_set.key, "", protocol, tls, filters)
+        return Resolved(backend, endpoint_set, None)
+
+    def port_number(self, ns: str, service: str, port_name: str) -> int | None:
+        """The number of a Service port named `port_name` (Ingress backends may name ports)."""
+        obj = self._inputs.get("Service", ns, service)
+        for port in spec(obj or {}).get("ports") or []:
+            if port.get("name") == port_name:
+                return int(port["port"])
+        return None
+
+    def _check_ref(
+        self,
+        ref: Mapping[str, Any],
+        route_kind: str,
+        route_ns: str,
+        service_ns: str,
+        service_name: str,
+    ) -> tuple[Reason, str] | None:
+        group, kind = ref.get("group") or "", ref.get("kind") or "Service"
+        if group != "" or kind != "Service":
+            return Reason.INVALID_KIND, f"backendRef kind {group or 'core'}/{kind} is not supported"
+        if ref.get("port") is None:
+            return (
+                Reason.BACKEND_NOT_FOUND,
+                f"backendRef to Service {service_ns}/{service_name} needs a port",
+            )
+        if service_ns != route_ns and not self._grants.permits(
+            from_group=GATEWAY_GROUP,
+            from_kind=route_kind,
+            from_namespace=route_ns,
+            to_kind="Service",
+            to_namespace=service_ns,
+            to_name=service_name,
+        ):
+            return Reason.REF_NOT_PERMITTED, (
+                f"no ReferenceGrant in {service_ns} permits {route_kind} from {route_ns} "
+                f"to Service {service_name}"
+            )
+        return None
+
+    def _endpoint_set(self, ns: str, service: str, port: Mapping[str, Any]) -> EndpointSet:
+        port_name = port.get("name") or ""
+        endpoints: set[Endpoint] = set()
+        for slice_ in self._slices.get((ns, service), []):
+            number = _slice_port(slice_, port_name)
+            if number is None:
+                continue
+            for endpoint in slice_.get("endpoints") or []:
+                endpoints.update(_endpoints(endpoint, number))
+        ordered = tuple(sorted(endpoints, key=lambda e: (e.address, e.port)))
+        return EndpointSet(ns, service, int(port["port"]), ordered)
+
+    def _tls(
+        self, ns: str, service: str, port: Mapping[str, Any]
+    ) -> UpstreamTLS | tuple[Reason, str] | None:
+        policies = self._policies.get((ns, service))
+        if not policies:
+            return None
+        port_name = port.get("name") or ""
+
+        # Spec 003: "A port-specific policy outranks one for the whole Service, and of two
+        # policies selecting one target the older wins".
+        def rank(policy: Obj) -> tuple[int, int, str]:
+            targets = [t for t in spec(policy).get("targetRefs") or [] if t.get("name") == service]
+            specific = any(t.get("sectionName") == port_name and port_name for t in targets)
+            return (0 if specific else 1, created(policy), name(policy))
+
+        applicable = [
+            p
+            for p in policies
+            if any(
+                not t.get("sectionName") or t.get("sectionName") == port_name
+                for t in spec(p).get("targetRefs") or []
+                if t.get("name") == service
+            )
+        ]
+        if not applicable:
+            return None
+        return _policy_tls(self._inputs, min(applicable, key=rank))
+
+
+def _policy_tls(inputs: Inputs, policy: Obj) -> UpstreamTLS | tuple[Reason, str]:
+    validation = spec(policy).get("validation") or {}
+    hostname = str(validation.get("hostname") or "")
+    where = f"BackendTLSPolicy {namespace(policy)}/{name(policy)}"
+    if not hostname or hostname.startswith("*"):
+        return (
+            Reason.UNSUPPORTED_PROTOCOL,
+            f"{where} cannot be honored: validation.hostname must be a precise name",
+        )
+    if validation.get("subjectAltNames"):
+        return (
+            Reason.UNSUPPORTED_PROTOCOL,
+            f"{where} cannot be honored: subjectAltNames are not supported",
+        )
+    well_known = validation.get("wellKnownCACertificates")
+    if well_known:
+        if well_known != "System":
+            return (
+                Reason.UNSUPPORTED_PROTOCOL,
+                f"{where} cannot be honored: unknown wellKnownCACertificates {well_known}",
+            )
+        return UpstreamTLS(sni=hostname, system_roots=True)
+    bundle = b""
+    for ref in validation.get("caCertificateRefs") or []:
+        kind = ref.get("kind", "ConfigMap")
+        holder = (
+            inputs.get(kind, namespace(policy), str(ref.get("name", "")))
+            if kind in ("ConfigMap", "Secret")
+            else None
+        )
+        data = (holder or {}).get("data") or {}
+        pem = data.get("ca.crt", "")
+        if kind == "Secret" and pem:
+            pem = base64.b64decode(pem).decode(errors="replace")
+        if "BEGIN CERTIFICATE" not in pem:
+            return (
+                Reason.UNSUPPORTED_PROTOCOL,
+                f"{where} cannot be honored: {kind} {ref.get('name')} holds no ca.crt certificate",
+            )
+        bundle += pem.encode()
+    if not bundle:
+        return (
+            Reason.UNSUPPORTED_PROTOCOL,
+            f"{where} cannot be honored: no caCertificateRefs and no wellKnownCACertificates",
+        )
+    return UpstreamTLS(sni=hostname, ca_bundle_pem=bundle)
+
+
+def _unresolved(weight: int, problem: tuple[Reason, str], filters: tuple[Any, ...]) -> Resolved:
+    return Resolved(Backend(weight, "", problem[1], filters=filters), None, problem)
+
+
+def _service_port(service: Obj, number: Any) -> Mapping[str, Any] | None:
+    for port in spec(service).get("ports") or []:
+        if port.get("port") == number and (port.get("protocol") or "TCP") == "TCP":
+            port_map: Mapping[str, Any] = port
+            return port_map
+    return None
+
+
+def _protocol(port: Mapping[str, Any]) -> BackendProtocol:
+    return _PROTOCOLS.get(str(port.get("appProtocol") or ""), BackendProtocol.HTTP1)
+
+
+def _slice_port(slice_: Obj, port_name: str) -> int | None:
+    for port in slice_.get("ports") or []:
+        if (port.get("name") or "") == port_name and port.get("port") is not None:
+            return int(port["port"])
+    return None
+
+
+def _endpoints(endpoint: Mapping[str, Any], port: int) -> list[Endpoint]:
+    conditions = endpoint.get("conditions") or {}
+    # EndpointSlice API: a nil `ready` means ready; `serving` defaults to `ready`.
+    ready = conditions.get("ready") is not False
+    serving = conditions.get("serving", ready) is not False
+    terminating = bool(conditions.get("terminating"))
+    target = endpoint.get("targetRef") or {}
+    pod = target.get("name", "") if target.get("kind") == "Pod" else ""
+    return [
+        Endpoint(
+            str(address), port, ready=ready, serving=serving, terminating=terminating, target=pod
+        )
+        for address in endpoint.get("addresses") or []
+    ]

@@ -1,0 +1,71 @@
+"""GatewayClasses: which are ours, and whether each can be served.
+
+Spec 003 "What is claimed": "A GatewayClass belongs to this controller when its
+spec.controllerName equals" our controller name; anything else "is ignored entirely".
+A class's parametersRef may name a CoxswainGatewayParameters object, which opts its Gateways
+into dedicated proxies (spec 002); any other target cannot be honoured, and then (spec 003)
+"none of its Gateways open a port".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_controller.translate.inputs import Inputs, Options, generation, name, spec, uid
+from coxswain_controller.translate.result import ClassVerdict, Condition, ObjectRef
+
+__all__ = [
+    "ClassState",
+    "PARAMETERS_GROUP",
+    "PARAMETERS_KIND",
+    "claimed_classes",
+    "is_dedicated_ref",
+]
+
+PARAMETERS_GROUP = "coxswain-labs.dev"
+PARAMETERS_KIND = "CoxswainGatewayParameters"
+
+
+@dataclass(frozen=True, slots=True)
+class ClassState:
+    name: str
+    accepted: bool
+    message: str
+    dedicated: bool  # its parametersRef opts every Gateway into a dedicated proxy
+
+
+def is_dedicated_ref(ref: Mapping[str, Any] | None) -> bool:
+    return bool(ref) and ref.get("group") == PARAMETERS_GROUP and ref.get("kind") == PARAMETERS_KIND  # type: ignore[union-attr]
+
+
+def claimed_classes(
+    inputs: Inputs, options: Options
+) -> tuple[dict[str, ClassState], list[ClassVerdict]]:
+    states: dict[str, ClassState] = {}
+    verdicts = []
+    for obj in inputs.all("GatewayClass"):
+        if spec(obj).get("controllerName") != options.gateway_controller:
+            continue
+        ref = spec(obj).get("parametersRef")
+        if ref and not is_dedicated_ref(ref):
+            message = (
+                f"parametersRef {ref.get('group', '')}/{ref.get('kind', '')} {ref.get('name', '')} "
+                f"cannot be honored: only {PARAMETERS_GROUP}/{PARAMETERS_KIND} is supported"
+            )
+            state = ClassState(name(obj), False, message, False)
+            cond = Condition(ConditionType.ACCEPTED, False, Reason.INVALID_PARAMETERS, message)
+        else:
+            state = ClassState(name(obj), True, "", is_dedicated_ref(ref))
+            cond = Condition(
+                ConditionType.ACCEPTED, True, Reason.ACCEPTED, "claimed by this controller"
+            )
+        states[state.name] = state
+        verdicts.append(
+            ClassVerdict(
+                ObjectRef("GatewayClass", "", name(obj)), generation(obj), uid(obj), (cond,)
+            )
+        )
+    return states, verdicts

@@ -1,0 +1,97 @@
+"""Gateway and listener verdicts from the validated gateway states.
+
+Spec 003 "Status": "Gateway: Accepted is True when every listener is valid, True with reason
+ListenersNotValid when only some are, and False when none is. Programmed follows Accepted".
+Listeners: "one entry per declared listener, with Accepted, Programmed, ResolvedRefs and
+Conflicted, supportedKinds ... and attachedRoutes, which counts only routes that are served."
+"""
+
+from __future__ import annotations
+
+from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_controller.translate.gateways import GatewayState, ListenerState
+from coxswain_controller.translate.inputs import generation, uid
+from coxswain_controller.translate.result import (
+    Condition,
+    GatewayVerdict,
+    ListenerVerdict,
+    ObjectRef,
+)
+
+__all__ = ["gateway_verdict"]
+
+_DEFAULTS = {
+    ConditionType.ACCEPTED: Condition(
+        ConditionType.ACCEPTED, True, Reason.ACCEPTED, "listener accepted"
+    ),
+    ConditionType.RESOLVED_REFS: Condition(
+        ConditionType.RESOLVED_REFS, True, Reason.RESOLVED_REFS, "all references resolved"
+    ),
+    ConditionType.CONFLICTED: Condition(
+        ConditionType.CONFLICTED, False, Reason.NO_CONFLICTS, "no conflicts"
+    ),
+}
+
+
+def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
+    conditions = dict(_DEFAULTS)
+    for problem in listener.problems:  # the first problem of each condition type is reported
+        if conditions[problem.type] is _DEFAULTS[problem.type]:
+            conditions[problem.type] = problem
+    usable = listener.protocol != "HTTPS" or bool(listener.certificates)
+    if listener.served and gateway_served and usable:
+        programmed = Condition(
+            ConditionType.PROGRAMMED, True, Reason.PROGRAMMED, "listener programmed"
+        )
+    else:
+        why = "no usable certificate" if listener.served and not usable else "listener not served"
+        programmed = Condition(ConditionType.PROGRAMMED, False, Reason.INVALID, why)
+    ordered = (
+        conditions[ConditionType.ACCEPTED],
+        programmed,
+        conditions[ConditionType.RESOLVED_REFS],
+        conditions[ConditionType.CONFLICTED],
+    )
+    return ListenerVerdict(listener.name, listener.supported_kinds, listener.attached, ordered)
+
+
+def gateway_verdict(gateway: GatewayState) -> GatewayVerdict:
+    listeners = tuple(_listener(x, gateway.served) for x in gateway.listeners)
+    valid = sum(1 for x in gateway.listeners if x.served)
+    if not gateway.cls.accepted:
+        accepted = Condition(
+            ConditionType.ACCEPTED,
+            False,
+            Reason.INVALID_PARAMETERS,
+            f"GatewayClass {gateway.cls.name}: {gateway.cls.message}",
+        )
+    elif gateway.problems:
+        accepted = gateway.problems[0]
+    elif valid == len(gateway.listeners):
+        accepted = Condition(ConditionType.ACCEPTED, True, Reason.ACCEPTED, "accepted")
+    elif valid:
+        accepted = Condition(
+            ConditionType.ACCEPTED,
+            True,
+            Reason.LISTENERS_NOT_VALID,
+            f"{len(gateway.listeners) - valid} listener(s) not valid",
+        )
+    else:
+        accepted = Condition(
+            ConditionType.ACCEPTED, False, Reason.LISTENERS_NOT_VALID, "no listener is valid"
+        )
+    if accepted.status:
+        programmed = Condition(ConditionType.PROGRAMMED, True, Reason.PROGRAMMED, "programmed")
+    else:
+        programmed = Condition(
+            ConditionType.PROGRAMMED, False, Reason.INVALID, "the Gateway is not served"
+        )
+    ref = ObjectRef("Gateway", gateway.namespace, gateway.name)
+    return GatewayVerdict(
+        ref,
+        generation(gateway.obj),
+        uid(gateway.obj),
+        (accepted, programmed),
+        listeners,
+        gateway.scope,
+    )

@@ -1,0 +1,258 @@
+"""Gateways and their listeners: which are served, on which port, with which certificates.
+
+Coxswain isolates Gateways (spec 002): every Gateway keeps its own listeners and ports; nothing
+merges across Gateways. A shared-mode Gateway's listener port is served on a distinct bind port
+of the shared proxy (`ports`), a dedicated Gateway's on its own proxy at the declared port.
+Within one Gateway, spec 003 "Listeners" applies: "Two listeners on one port must serve one
+protocol; where they do not, ... the earlier listener keeps the port and the other is reported
+and not served", and a UDP listener binds in its own port space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from coxswain_controller.discovery.scopes import SHARED_POOL, GatewayScope, Scope
+from coxswain_controller.translate.certificates import Certificate, load_tls_secret
+from coxswain_controller.translate.classes import ClassState, is_dedicated_ref
+from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_controller.translate.grants import Grants
+from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
+from coxswain_controller.translate.result import Condition
+from coxswain_routing import ListenerProtocol, TlsMode
+
+__all__ = ["GatewayState", "ListenerState", "gateway_states"]
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+ROUTE_KINDS = {
+    "HTTP": ("HTTPRoute", "GRPCRoute"),
+    "HTTPS": ("HTTPRoute", "GRPCRoute"),
+    "TLS": ("TLSRoute",),
+    "TCP": ("TCPRoute",),
+    "UDP": ("UDPRoute",),
+}
+
+
+@dataclass(slots=True, eq=False)
+class ListenerState:
+    name: str
+    port: int
+    protocol: str
+    hostname: str
+    tls_mode: TlsMode
+    allowed_routes: Mapping[str, Any]
+    supported_kinds: tuple[str, ...]
+    served: bool = True
+    problems: list[Condition] = field(default_factory=list)  # conditions other than the defaults
+    certificates: list[Certificate] = field(default_factory=list)
+    bind_port: int = 0
+    attached: int = 0
+
+    @property
+    def model_protocol(self) -> ListenerProtocol:
+        return ListenerProtocol(self.protocol)
+
+
+@dataclass(slots=True, eq=False)
+class GatewayState:
+    obj: Obj
+    cls: ClassState
+    scope: Scope
+    listeners: list[ListenerState]
+    problems: list[Condition] = field(default_factory=list)
+
+    @property
+    def namespace(self) -> str:
+        return namespace(self.obj)
+
+    @property
+    def name(self) -> str:
+        return name(self.obj)
+
+    @property
+    def served(self) -> bool:
+        return self.cls.accepted and not self.problems
+
+    def listener(self, section: str) -> ListenerState | None:
+        return next((x for x in self.listeners if x.name == section), None)
+
+
+def gateway_states(
+    inputs: Inputs, classes: Mapping[str, ClassState], grants: Grants
+) -> list[GatewayState]:
+    """Every claimed Gateway, oldest first, with its listeners validated."""
+    claimed = [g for g in inputs.all("Gateway") if spec(g).get("gatewayClassName") in classes]
+    claimed.sort(key=lambda g: (created(g), namespace(g), name(g)))
+    return [_gateway(inputs, g, classes[spec(g)["gatewayClassName"]], grants) for g in claimed]
+
+
+def _gateway(inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants) -> GatewayState:
+    infra = (spec(obj).get("infrastructure") or {}).get("parametersRef")
+    dedicated = cls.dedicated or is_dedicated_ref(infra)
+    scope: Scope = GatewayScope(namespace(obj), name(obj)) if dedicated else SHARED_POOL
+    state = GatewayState(
+        obj,
+        cls,
+        scope,
+        [_listener(inputs, obj, raw, grants) for raw in spec(obj).get("listeners") or []],
+    )
+    if infra and not is_dedicated_ref(infra):
+        target = f"{infra.get('kind')} {infra.get('name')}"
+        message = f"infrastructure.parametersRef {target} cannot be honored"
+        state.problems.append(
+            Condition(ConditionType.ACCEPTED, False, Reason.INVALID_PARAMETERS, message)
+        )
+    _resolve_conflicts(state.listeners)
+    return state
+
+
+def _listener(
+    inputs: Inputs, gateway: Obj, raw: Mapping[str, Any], grants: Grants
+) -> ListenerState:
+    protocol = str(raw.get("protocol", ""))
+    tls = raw.get("tls") or {}
+    mode = (
+        TlsMode.NONE if protocol not in ("HTTPS", "TLS") else TlsMode(tls.get("mode", "Terminate"))
+    )
+    allowed = raw.get("allowedRoutes") or {}
+    listener = ListenerState(
+        name=str(raw.get("name", "")),
+        port=int(raw.get("port", 0)),
+        protocol=protocol,
+        hostname=str(raw.get("hostname") or "").lower(),
+        tls_mode=mode,
+        allowed_routes=allowed,
+        supported_kinds=(),
+    )
+    if protocol not in ROUTE_KINDS:
+        _refuse(listener, Reason.UNSUPPORTED_PROTOCOL, f"protocol {protocol!r} is not supported")
+        return listener
+    listener.supported_kinds = _kinds(listener, allowed)
+    if protocol in ("TCP", "UDP") and listener.hostname:
+        _refuse(
+            listener, Reason.UNSUPPORTED_VALUE, f"a {protocol} listener cannot carry a hostname"
+        )
+    elif protocol == "HTTPS" and mode is not TlsMode.TERMINATE:
+        _refuse(
+            listener,
+            Reason.UNSUPPORTED_VALUE,
+            "an HTTPS listener must terminate TLS (tls.mode Terminate)",
+        )
+    elif protocol == "TLS" and mode is not TlsMode.PASSTHROUGH:
+        _refuse(listener, Reason.UNSUPPORTED_VALUE, "a TLS listener must use tls.mode Passthrough")
+    elif protocol == "HTTPS":
+        _certificates(inputs, gateway, listener, tls.get("certificateRefs") or [], grants)
+    return listener
+
+
+def _kinds(listener: ListenerState, allowed: Mapping[str, Any]) -> tuple[str, ...]:
+    carried = ROUTE_KINDS[listener.protocol]
+    listed = allowed.get("kinds")
+    if not listed:
+        return carried
+    kinds = [k.get("kind") for k in listed if (k.get("group") or GATEWAY_GROUP) == GATEWAY_GROUP]
+    unsupported = [
+        k.get("kind")
+        for k in listed
+        if k.get("kind") not in carried or (k.get("group") or GATEWAY_GROUP) != GATEWAY_GROUP
+    ]
+    if unsupported:
+        listed_names = ", ".join(map(str, unsupported))
+        message = f"route kinds {listed_names} are not supported on {listener.protocol}"
+        listener.problems.append(
+            Condition(ConditionType.RESOLVED_REFS, False, Reason.INVALID_ROUTE_KINDS, message)
+        )
+    return tuple(k for k in carried if k in kinds)
+
+
+def _certificates(
+    inputs: Inputs,
+    gateway: Obj,
+    listener: ListenerState,
+    refs: list[Mapping[str, Any]],
+    grants: Grants,
+) -> None:
+    if not refs:
+        message = "an HTTPS listener needs tls.certificateRefs"
+        _refuse(listener, Reason.UNSUPPORTED_VALUE, message)
+        listener.problems.append(
+            Condition(ConditionType.RESOLVED_REFS, False, Reason.INVALID_CERTIFICATE_REF, message)
+        )
+        return
+    for ref in refs:
+        problem = _certificate(inputs, gateway, listener, ref, grants)
+        if problem is not None:
+            # Spec 003: "A reference that merely does not resolve yet is reported and the
+            # listener still opens, so that creating the Secret later heals it".
+            listener.problems.append(Condition(ConditionType.RESOLVED_REFS, False, *problem))
+
+
+def _certificate(
+    inputs: Inputs, gateway: Obj, listener: ListenerState, ref: Mapping[str, Any], grants: Grants
+) -> tuple[Reason, str] | None:
+    group, kind = ref.get("group") or "", ref.get("kind") or "Secret"
+    secret_ns = ref.get("namespace") or namespace(gateway)
+    secret_name = str(ref.get("name", ""))
+    if group or kind != "Secret":
+        return (
+            Reason.INVALID_CERTIFICATE_REF,
+            f"certificateRef kind {group or 'core'}/{kind} is not supported",
+        )
+    if secret_ns != namespace(gateway) and not grants.permits(
+        from_group=GATEWAY_GROUP,
+        from_kind="Gateway",
+        from_namespace=namespace(gateway),
+        to_kind="Secret",
+        to_namespace=secret_ns,
+        to_name=secret_name,
+    ):
+        return (
+            Reason.REF_NOT_PERMITTED,
+            f"no ReferenceGrant in {secret_ns} permits Gateway from {namespace(gateway)} "
+            f"to Secret {secret_name}",
+        )
+    secret = inputs.get("Secret", secret_ns, secret_name)
+    if secret is None:
+        return Reason.INVALID_CERTIFICATE_REF, f"Secret {secret_ns}/{secret_name} not found"
+    loaded = load_tls_secret(secret)
+    if isinstance(loaded, str):
+        return Reason.INVALID_CERTIFICATE_REF, loaded
+    listener.certificates.append(loaded)
+    return None
+
+
+def _refuse(listener: ListenerState, reason: Reason, message: str) -> None:
+    listener.served = False
+    listener.problems.append(Condition(ConditionType.ACCEPTED, False, reason, message))
+
+
+def _resolve_conflicts(listeners: list[ListenerState]) -> None:
+    """Within one Gateway: one protocol per port (UDP apart), one listener per port+hostname."""
+    owners: dict[tuple[str, int], ListenerState] = {}
+    hostnames: set[tuple[int, str, str]] = set()
+    for listener in listeners:
+        if not listener.served:
+            continue
+        space = "udp" if listener.protocol == "UDP" else "tcp"
+        owner = owners.setdefault((space, listener.port), listener)
+        if owner.protocol != listener.protocol:
+            listener.served = False
+            message = (
+                f"port {listener.port} is already served as {owner.protocol} "
+                f"by listener {owner.name}"
+            )
+            listener.problems.append(
+                Condition(ConditionType.CONFLICTED, True, Reason.PROTOCOL_CONFLICT, message)
+            )
+            continue
+        key = (listener.port, space, listener.hostname)
+        if key in hostnames:
+            listener.served = False
+            host = listener.hostname or "(any)"
+            message = f"another listener on port {listener.port} already serves hostname {host}"
+            listener.problems.append(
+                Condition(ConditionType.CONFLICTED, True, Reason.HOSTNAME_CONFLICT, message)
+            )
+        hostnames.add(key)

@@ -1,0 +1,46 @@
+"""Golden translation cases: `testdata/<case>/input.yaml` → `expected.yaml`.
+
+One function runs a case for the golden test, for `--update-goldens`, and for
+`coxswain-controller translate -f`: manifests in, rendered result out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coxswain_controller.translate.inputs import Inputs, Options
+from coxswain_controller.translate.pipeline import translate
+from coxswain_controller.translate.render import render
+
+__all__ = ["TESTDATA", "render_manifests", "run_case", "update_goldens"]
+
+TESTDATA = Path(__file__).parent / "testdata"
+
+
+def render_manifests(documents: Iterable[Any], options: Options | None = None) -> str:
+    options = options or Options()
+    objects = [d for d in documents if isinstance(d, dict)]
+    result = translate(Inputs.from_objects(objects), options)
+    return yaml.safe_dump(render(result, options.gateway_controller), sort_keys=True, width=120)
+
+
+def run_case(case: Path) -> str:
+    with (case / "input.yaml").open() as handle:
+        return render_manifests(yaml.safe_load_all(handle))
+
+
+def update_goldens(root: Path) -> list[str]:
+    """Rewrite every case's expected.yaml; delete expected files whose input is gone."""
+    written = []
+    for case in sorted(p for p in root.iterdir() if p.is_dir()):
+        expected = case / "expected.yaml"
+        if not (case / "input.yaml").exists():
+            expected.unlink(missing_ok=True)
+            continue
+        expected.write_text(run_case(case))
+        written.append(case.name)
+    return written

@@ -1,0 +1,100 @@
+"""The HTTPRoute stage: attach each route, compile its rules, serve it where it was accepted.
+
+Spec 003 "Status": a parents entry per parentRef naming a claimed Gateway; "Accepted is True
+when at least one listener accepted the route, or False with NoMatchingParent,
+NotAllowedByListeners, NoMatchingListenerHostname, ... or UnsupportedValue for ... a filter that
+cannot be honored ... each of which unserves the whole route. ResolvedRefs is False with
+BackendNotFound, InvalidKind, RefNotPermitted or UnsupportedProtocol ... when any backendRef did
+not resolve; the route stays attached and the unresolved reference answers with an error."
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from coxswain_controller.translate.attach import ParentOutcome, attach
+from coxswain_controller.translate.backends import BackendResolver
+from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_controller.translate.gateways import GatewayState
+from coxswain_controller.translate.inputs import Inputs, Obj, generation, name, namespace, uid
+from coxswain_controller.translate.result import (
+    Condition,
+    Event,
+    ObjectRef,
+    ParentVerdict,
+    RouteVerdict,
+)
+from coxswain_controller.translate.rules import RouteRules, compile_rules
+from coxswain_controller.translate.tables import ScopeTables
+
+__all__ = ["http_routes"]
+
+KIND = "HTTPRoute"
+
+
+def http_routes(
+    inputs: Inputs,
+    gateways: Mapping[tuple[str, str], GatewayState],
+    resolver: BackendResolver,
+    tables: ScopeTables,
+) -> tuple[list[RouteVerdict], list[Event]]:
+    verdicts, events = [], []
+    for route in inputs.all(KIND):
+        outcomes = attach(route, KIND, gateways, inputs)
+        if not outcomes:
+            continue  # names no Gateway of ours: not ours to translate or status
+        compiled = compile_rules(route, KIND, resolver)
+        served = not compiled.refused
+        if served:
+            _serve(outcomes, compiled, tables)
+        ref = ObjectRef(KIND, namespace(route), name(route))
+        parents = tuple(ParentVerdict(o.parent_ref, _conditions(o, compiled)) for o in outcomes)
+        verdicts.append(RouteVerdict(ref, generation(route), uid(route), parents))
+        events += _events(route, ref, compiled)
+    return verdicts, events
+
+
+def _serve(outcomes: list[ParentOutcome], compiled: RouteRules, tables: ScopeTables) -> None:
+    counted: set[int] = set()
+    for outcome in outcomes:
+        for attachment in outcome.attachments:
+            gateway, listener = attachment.gateway, attachment.listener
+            if id(listener) not in counted:
+                listener.attached += 1
+                counted.add(id(listener))
+            for host in attachment.hostnames:
+                tables.add_rules(
+                    gateway.scope,
+                    table=f"gateway/{gateway.namespace}/{gateway.name}",
+                    bind_port=listener.bind_port,
+                    host=host,
+                    rules=compiled.rules,
+                    listener_port=listener.port,
+                )
+
+
+def _conditions(outcome: ParentOutcome, compiled: RouteRules) -> tuple[Condition, ...]:
+    if outcome.refusal is not None:
+        accepted = Condition(ConditionType.ACCEPTED, False, *outcome.refusal)
+    elif compiled.refused:
+        accepted = Condition(
+            ConditionType.ACCEPTED, False, Reason.UNSUPPORTED_VALUE, "; ".join(compiled.refused)
+        )
+    else:
+        accepted = Condition(ConditionType.ACCEPTED, True, Reason.ACCEPTED, "accepted")
+    if compiled.unresolved:
+        reason = compiled.unresolved[0][0]
+        message = "; ".join(m for _, m in compiled.unresolved)
+        resolved = Condition(ConditionType.RESOLVED_REFS, False, reason, message)
+    else:
+        resolved = Condition(
+            ConditionType.RESOLVED_REFS, True, Reason.RESOLVED_REFS, "all references resolved"
+        )
+    return (accepted, resolved)
+
+
+def _events(route: Obj, ref: ObjectRef, compiled: RouteRules) -> list[Event]:
+    problems = compiled.refused + [m for _, m in compiled.unresolved] + compiled.notes
+    if not problems:
+        return []
+    return [Event(ref, uid(route), "Warning", "Rejected", "; ".join(problems))]

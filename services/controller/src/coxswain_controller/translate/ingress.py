@@ -1,0 +1,203 @@
+"""Ingress v1: which Ingresses are ours, and their rules on the shared Ingress ports.
+
+Class selection, in the order Kubernetes defines it: `spec.ingressClassName` naming an
+IngressClass whose controller is ours; else the legacy `kubernetes.io/ingress.class`
+annotation naming one; else, with neither, the IngressClass marked default, if it is ours.
+Ingresses share the Ingress ports and merge by host and path; on an identical host and path
+the older Ingress wins and the newer gets a Warning Event. An Ingress wildcard host covers
+exactly one label. `defaultBackend` answers what no rule claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from coxswain_controller.discovery.scopes import SHARED_POOL
+from coxswain_controller.translate.backends import BackendResolver
+from coxswain_controller.translate.certificates import load_tls_secret
+from coxswain_controller.translate.inputs import (
+    Inputs,
+    Obj,
+    Options,
+    created,
+    meta,
+    name,
+    namespace,
+    spec,
+    uid,
+)
+from coxswain_controller.translate.result import Event, ObjectRef
+from coxswain_controller.translate.tables import ScopeTables
+from coxswain_routing import (
+    Match,
+    PathMatch,
+    PathType,
+    RouteId,
+    Rule,
+    TlsCertificate,
+    WildcardScope,
+)
+
+__all__ = ["ingresses"]
+
+LEGACY_ANNOTATION = "kubernetes.io/ingress.class"
+DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+# Rule index of a defaultBackend: after every rule of its Ingress.
+DEFAULT_BACKEND_INDEX = 1_000_000
+_PATH_TYPES = {
+    "Prefix": PathType.PATH_PREFIX,
+    "Exact": PathType.EXACT,
+    "ImplementationSpecific": PathType.IMPLEMENTATION_SPECIFIC,
+}
+
+
+def _classes(inputs: Inputs, options: Options) -> tuple[set[str], str | None]:
+    ours = {
+        name(c)
+        for c in inputs.all("IngressClass")
+        if spec(c).get("controller") == options.ingress_controller
+    }
+    defaults = [
+        name(c)
+        for c in inputs.all("IngressClass")
+        if (meta(c).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+    ]
+    return ours, defaults[0] if len(defaults) == 1 else None
+
+
+def _claimed(ingress: Obj, ours: set[str], default: str | None) -> bool:
+    class_name = spec(ingress).get("ingressClassName")
+    if class_name:
+        return class_name in ours
+    legacy = (meta(ingress).get("annotations") or {}).get(LEGACY_ANNOTATION)
+    if legacy:
+        return legacy in ours
+    return default is not None and default in ours
+
+
+def ingresses(
+    inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
+) -> list[Event]:
+    ours, default = _classes(inputs, options)
+    claimed = [i for i in inputs.all("Ingress") if _claimed(i, ours, default)]
+    claimed.sort(key=lambda i: (created(i), namespace(i), name(i)))
+    events: list[Event] = []
+    owners: dict[tuple[str, str, str], Obj] = {}
+    for ingress in claimed:
+        events += _ingress(ingress, options, resolver, tables, owners, inputs)
+    return events
+
+
+def _ingress(
+    ingress: Obj,
+    options: Options,
+    resolver: BackendResolver,
+    tables: ScopeTables,
+    owners: dict[tuple[str, str, str], Obj],
+    inputs: Inputs,
+) -> list[Event]:
+    ref = ObjectRef("Ingress", namespace(ingress), name(ingress))
+    problems: list[str] = []
+    conflicts: list[str] = []
+    index = 0
+    for rule in spec(ingress).get("rules") or []:
+        host = str(rule.get("host") or "").lower()
+        for path in (rule.get("http") or {}).get("paths") or []:
+            kind = _PATH_TYPES.get(
+                str(path.get("pathType", "ImplementationSpecific")),
+                PathType.IMPLEMENTATION_SPECIFIC,
+            )
+            value = str(path.get("path") or "/")
+            owner = owners.setdefault((host, kind.value, value), ingress)
+            if owner is not ingress:
+                conflicts.append(
+                    f"{host or '*'}{value} is served by the older Ingress "
+                    f"{namespace(owner)}/{name(owner)}"
+                )
+            compiled = _rule(
+                ingress,
+                index,
+                Match(PathMatch(kind, value)),
+                path.get("backend") or {},
+                resolver,
+                problems,
+            )
+            _add(tables, options, host, compiled)
+            index += 1
+    backend = spec(ingress).get("defaultBackend")
+    if backend:
+        _add(
+            tables,
+            options,
+            "",
+            _rule(ingress, DEFAULT_BACKEND_INDEX, Match(), backend, resolver, problems),
+        )
+    problems += _tls(ingress, inputs, options, tables)
+    events = [Event(ref, uid(ingress), "Warning", "Conflicted", c) for c in conflicts]
+    if problems:
+        events.append(Event(ref, uid(ingress), "Warning", "Rejected", "; ".join(problems)))
+    return events
+
+
+def _rule(
+    ingress: Obj,
+    index: int,
+    match: Match,
+    backend: Mapping[str, Any],
+    resolver: BackendResolver,
+    problems: list[str],
+) -> Rule:
+    rid = RouteId(created(ingress), namespace(ingress), name(ingress), "Ingress", index)
+    service = backend.get("service")
+    if not service:
+        problems.append(f"rule {index}: only Service backends are supported")
+        ref: dict[str, Any] = {"kind": "Resource", "group": "unsupported", "name": "", "port": 0}
+    else:
+        ref = {"name": service.get("name", ""), "port": _port(ingress, service, resolver)}
+    resolved = resolver.resolve(ref, route_kind="Ingress", route_namespace=namespace(ingress))
+    if resolved.problem is not None and service:
+        problems.append(resolved.problem[1])
+    return Rule(rid, (match,), backends=(resolved.backend,))
+
+
+def _port(ingress: Obj, service: Mapping[str, Any], resolver: BackendResolver) -> Any:
+    port = service.get("port") or {}
+    if port.get("number") is not None:
+        return port["number"]
+    return resolver.port_number(
+        namespace(ingress), str(service.get("name", "")), str(port.get("name", ""))
+    )
+
+
+def _add(tables: ScopeTables, options: Options, host: str, rule: Rule) -> None:
+    scope = WildcardScope.ONE_LABEL
+    for port in (options.ingress_http_port, options.ingress_https_port):
+        tables.add_rules(
+            SHARED_POOL,
+            table="ingress",
+            bind_port=port,
+            host=host,
+            rules=(rule,),
+            listener_port=port,
+            wildcard_scope=scope,
+        )
+
+
+def _tls(ingress: Obj, inputs: Inputs, options: Options, tables: ScopeTables) -> list[str]:
+    problems = []
+    for entry in spec(ingress).get("tls") or []:
+        secret = inputs.get("Secret", namespace(ingress), str(entry.get("secretName", "")))
+        if secret is None:
+            problems.append(f"TLS Secret {namespace(ingress)}/{entry.get('secretName')} not found")
+            continue
+        loaded = load_tls_secret(secret)
+        if isinstance(loaded, str):
+            problems.append(loaded)
+            continue
+        hosts = (
+            tuple(sorted({str(h).lower() for h in entry.get("hosts") or []})) or loaded.dns_names
+        )
+        certificate = TlsCertificate(hosts, loaded.chain_pem, loaded.key_pem, loaded.source)
+        tables.add_certificate(SHARED_POOL, options.ingress_https_port, certificate)
+    return problems

@@ -1,0 +1,104 @@
+"""The objects translation reads: raw Kubernetes JSON by kind, and the options it honours.
+
+Translation is pure: it reads plain dicts exactly as the API serves them (camelCase keys) from
+an `Inputs` view, so the same code runs on the live cache, on golden-test manifests and on
+`coxswain-controller translate -f`.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Inputs", "Obj", "Options", "created", "generation", "meta", "name", "namespace", "uid"]
+
+Obj = Mapping[str, Any]
+
+KINDS = (
+    "GatewayClass",
+    "Gateway",
+    "HTTPRoute",
+    "GRPCRoute",
+    "ReferenceGrant",
+    "BackendTLSPolicy",
+    "Service",
+    "EndpointSlice",
+    "Secret",
+    "ConfigMap",
+    "Namespace",
+    "Ingress",
+    "IngressClass",
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    gateway_controller: str = "coxswain-labs.dev/gateway-controller"
+    ingress_controller: str = "coxswain-labs.dev/ingress-controller"
+    ingress_http_port: int = 80
+    ingress_https_port: int = 443
+    # Shared-mode Gateway listeners bind a port of the shared proxy in this range (spec 002:
+    # "maps each of the Gateway's advertised listener ports ... to its own distinct internal
+    # targetPort on that pod").
+    shared_port_base: int = 20000
+    shared_port_span: int = 10000
+
+
+class Inputs:
+    """Objects by kind, then by (namespace, name). Cluster-scoped kinds use namespace ""."""
+
+    def __init__(self, objects: Mapping[str, Mapping[tuple[str, str], Obj]]) -> None:
+        self._objects = objects
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[Obj]) -> Inputs:
+        by_kind: dict[str, dict[tuple[str, str], Obj]] = {}
+        for obj in objects:
+            kind = str(obj.get("kind", ""))
+            by_kind.setdefault(kind, {})[(namespace(obj), name(obj))] = obj
+        return cls(by_kind)
+
+    def get(self, kind: str, ns: str, obj_name: str) -> Obj | None:
+        return self._objects.get(kind, {}).get((ns, obj_name))
+
+    def all(self, kind: str) -> list[Obj]:
+        """Every object of `kind`, in (namespace, name) order: translation is deterministic."""
+        table = self._objects.get(kind, {})
+        return [table[key] for key in sorted(table)]
+
+
+def meta(obj: Obj) -> Mapping[str, Any]:
+    metadata: Mapping[str, Any] = obj.get("metadata") or {}
+    return metadata
+
+
+def name(obj: Obj) -> str:
+    return str(meta(obj).get("name", ""))
+
+
+def namespace(obj: Obj) -> str:
+    return str(meta(obj).get("namespace", ""))
+
+
+def generation(obj: Obj) -> int:
+    return int(meta(obj).get("generation", 0) or 0)
+
+
+def uid(obj: Obj) -> str:
+    return str(meta(obj).get("uid", ""))
+
+
+def created(obj: Obj) -> int:
+    """metadata.creationTimestamp in seconds since the epoch (0 when absent)."""
+    stamp = meta(obj).get("creationTimestamp")
+    if not stamp:
+        return 0
+    parsed = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    return int(parsed.timestamp())
+
+
+def spec(obj: Obj) -> Mapping[str, Any]:
+    value: Mapping[str, Any] = obj.get("spec") or {}
+    return value

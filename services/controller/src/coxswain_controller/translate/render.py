@@ -1,0 +1,122 @@
+"""Rendering a `TranslateResult` as plain data: status fragments, compiled routing, Events.
+
+`status_fragment` is what the status writer merges onto a live object (the fields this
+controller owns, without lastTransitionTime). `render` shows a whole result as YAML-ready data:
+the golden tests compare it and `coxswain-controller translate -f` prints it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from coxswain_controller.translate.result import (
+    ClassVerdict,
+    Condition,
+    GatewayVerdict,
+    TranslateResult,
+    Verdict,
+)
+from coxswain_routing import Resource
+
+__all__ = ["render", "status_fragment"]
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+
+
+def _conditions(conditions: tuple[Condition, ...], generation: int) -> list[dict[str, Any]]:
+    return [c.to_api(generation) for c in conditions]
+
+
+def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
+    """The status fields this controller owns for one object."""
+    if isinstance(verdict, ClassVerdict):
+        return {"conditions": _conditions(verdict.conditions, verdict.generation)}
+    if isinstance(verdict, GatewayVerdict):
+        return {
+            "conditions": _conditions(verdict.conditions, verdict.generation),
+            "listeners": [
+                {
+                    "name": x.name,
+                    "supportedKinds": [
+                        {"group": GATEWAY_GROUP, "kind": k} for k in x.supported_kinds
+                    ],
+                    "attachedRoutes": x.attached_routes,
+                    "conditions": _conditions(x.conditions, verdict.generation),
+                }
+                for x in verdict.listeners
+            ],
+        }
+    return {
+        "parents": [
+            {
+                "parentRef": dict(p.parent_ref),
+                "controllerName": controller_name,
+                "conditions": _conditions(p.conditions, verdict.generation),
+            }
+            for p in verdict.parents
+        ]
+    }
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {"kind": type(value).__name__} if _is_filter(value) else {}
+        out |= {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return out
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, bytes):
+        return (
+            f"<{len(value)} bytes sha256:{hashlib.sha256(value).hexdigest()[:16]}>" if value else ""
+        )
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _is_filter(value: object) -> bool:
+    return type(value).__name__ in {
+        "RequestHeaderModifier",
+        "ResponseHeaderModifier",
+        "URLRewrite",
+        "RequestRedirect",
+        "RequestMirror",
+        "Cors",
+    }
+
+
+def _resource(resource: Resource) -> dict[str, Any]:
+    return {"key": resource.key, "type": type(resource).__name__, "spec": _plain(resource)}
+
+
+def render(result: TranslateResult, controller_name: str) -> dict[str, Any]:
+    return {
+        "snapshots": {
+            str(scope): [_resource(r) for r in resources]
+            for scope, resources in sorted(result.snapshots.items(), key=lambda kv: str(kv[0]))
+        },
+        "status": [
+            {
+                "object": str(v.ref),
+                "generation": v.generation,
+                "status": status_fragment(v, controller_name),
+            }
+            for v in result.verdicts
+        ],
+        "events": [
+            {"object": str(e.ref), "type": e.type, "reason": e.reason, "message": e.message}
+            for e in result.events
+        ],
+        "gatewayIdentities": {
+            str(scope): str(identity)
+            for scope, identity in sorted(
+                result.gateway_identities.items(), key=lambda kv: str(kv[0])
+            )
+        },
+    }

@@ -1,0 +1,121 @@
+"""What translation concludes: snapshots per scope, status verdicts, Events.
+
+Verdicts carry only the fields this controller owns (its conditions, its parents entries); the
+status writer merges them onto the live object, keeping everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from coxswain_controller.discovery.scopes import GatewayScope, Identity, Scope
+from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_routing import Resource
+
+__all__ = [
+    "Condition",
+    "Event",
+    "GatewayVerdict",
+    "ListenerVerdict",
+    "ObjectRef",
+    "ParentVerdict",
+    "RouteVerdict",
+    "ClassVerdict",
+    "TranslateResult",
+    "Verdict",
+]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectRef:
+    kind: str
+    namespace: str  # "" for cluster-scoped kinds
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: ConditionType
+    status: bool
+    reason: Reason
+    message: str = ""
+
+    def to_api(self, generation: int) -> dict[str, Any]:
+        return {
+            "type": self.type.value,
+            "status": "True" if self.status else "False",
+            "reason": self.reason.value,
+            "message": self.message,
+            "observedGeneration": generation,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ClassVerdict:
+    ref: ObjectRef
+    generation: int
+    uid: str
+    conditions: tuple[Condition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerVerdict:
+    name: str
+    supported_kinds: tuple[str, ...]
+    attached_routes: int
+    conditions: tuple[Condition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayVerdict:
+    ref: ObjectRef
+    generation: int
+    uid: str
+    conditions: tuple[Condition, ...]  # Programmed here is what translation concluded; the
+    # status writer gates a True on bind + ack (spec 000)
+    listeners: tuple[ListenerVerdict, ...]
+    scope: Scope
+
+
+@dataclass(frozen=True, slots=True)
+class ParentVerdict:
+    parent_ref: Mapping[str, Any]  # the parentRef as the route wrote it
+    conditions: tuple[Condition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteVerdict:
+    ref: ObjectRef
+    generation: int
+    uid: str
+    parents: tuple[ParentVerdict, ...]
+
+
+Verdict = ClassVerdict | GatewayVerdict | RouteVerdict
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    ref: ObjectRef
+    uid: str
+    type: str  # "Normal" or "Warning"
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TranslateResult:
+    snapshots: Mapping[Scope, tuple[Resource, ...]]
+    verdicts: tuple[Verdict, ...] = ()
+    events: tuple[Event, ...] = ()
+    gateway_identities: Mapping[GatewayScope, Identity] = field(default_factory=dict)
+
+
+def condition(kind: ConditionType, ok: bool, reason: Reason, message: str = "") -> Condition:
+    return Condition(kind, ok, reason, message)
