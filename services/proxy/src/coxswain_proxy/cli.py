@@ -25,7 +25,7 @@ from coxswain_proxy.routing import RoutingHolder
 
 log = logging.getLogger("coxswain_proxy")
 
-TOKEN_PATH = "/var/run/secrets/coxswain/discovery-token/token"
+TOKEN_PATH = "/var/run/secrets/coxswain/discovery-token/token"  # noqa: S105 (a path)
 TRUST_BUNDLE_PATH = "/var/run/secrets/coxswain/trust-bundle/ca.crt"
 
 # How long the discovery client gets to close its stream and channel: inside the 5 s budget.

@@ -1,7 +1,7 @@
 """The discovery client: credentials, dialling, reconnecting; the proxy's side of the protocol.
 
 Where it sits: `cli.serve` starts `DiscoveryClient.run()` as a background task. Each turn of its
-loop makes sure it holds a current SVID (`svid.SvidIssuer`), dials the current endpoint and
+loop makes sure it holds a current SVID (`SvidIssuer`), dials the current endpoint and
 hands the call to a `stream.StreamSession`, then reads how the stream ended to pick the next
 move (`lifecycle.classify`): at once on the next endpoint, after a backoff, or never again.
 
@@ -16,19 +16,20 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 import grpc.aio
 
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
-from coxswain_proxy import endpoints, errors, metrics, ports, svid
+from coxswain_proxy import endpoints, errors, metrics, ports
 from coxswain_proxy.backoff import Backoff, BackoffPolicy
 from coxswain_proxy.clock import Clock, SystemClock
 from coxswain_proxy.lifecycle import Lifecycle, Phase, Verdict, classify
 from coxswain_proxy.routing import RoutingHolder
 from coxswain_proxy.stream import StreamEnd, StreamSession
+from coxswain_proxy.svid import Svid, SvidIssuer
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class ClientConfig:
     node_id: str  # --node-id: stable per proxy process
     scope: pb.Scope  # SharedPool, or one Gateway
     server_name: str | None = None  # --discovery-server-name; None: the endpoint's host
-    backoff: BackoffPolicy = BackoffPolicy()
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
 
 
 class DiscoveryClient:
@@ -47,7 +48,7 @@ class DiscoveryClient:
         self,
         config: ClientConfig,
         *,
-        issuer: svid.SvidIssuer,
+        issuer: SvidIssuer,
         holder: RoutingHolder,
         bound: ports.BoundPorts,
         clock: Clock | None = None,
@@ -64,7 +65,7 @@ class DiscoveryClient:
         self._backoff = Backoff(config.backoff, rand)
         self._rotation = endpoints.Rotation(config.endpoints)
         self._lifecycle = Lifecycle()
-        self._svid: svid.Svid | None = None
+        self._svid: Svid | None = None
         self._not_leader_streak = 0
 
     @property
@@ -72,7 +73,7 @@ class DiscoveryClient:
         return self._lifecycle.phase
 
     @property
-    def svid(self) -> svid.Svid | None:
+    def svid(self) -> Svid | None:
         return self._svid
 
     async def run(self) -> None:
@@ -108,7 +109,7 @@ class DiscoveryClient:
         await self._back_off()
         return False
 
-    async def _credentials(self) -> svid.Svid | None:
+    async def _credentials(self) -> Svid | None:
         """The SVID to dial with: the held one while it is valid, else a fresh one (or None)."""
         if self._svid is not None and self._clock.now() < self._svid.not_after:
             return self._svid
@@ -121,13 +122,13 @@ class DiscoveryClient:
         self._adopt(obtained)
         return obtained
 
-    def _adopt(self, obtained: svid.Svid) -> None:
+    def _adopt(self, obtained: Svid) -> None:
         self._svid = obtained
         metrics.SVID_EXPIRY.set(obtained.not_after)
         fields = {"spiffe_id": obtained.spiffe_id, "not_after": obtained.not_after}
         log.info("SVID obtained", extra={"fields": fields})
 
-    async def _session(self, current: svid.Svid) -> StreamEnd:
+    async def _session(self, current: Svid) -> StreamEnd:
         self._lifecycle.enter(Phase.DIALING)
         endpoint = self._rotation.current
         log.info("dialling the controller", extra={"fields": {"endpoint": str(endpoint)}})
@@ -168,7 +169,7 @@ class DiscoveryClient:
         self._not_leader_streak = 0
         metrics.DISCOVERY_CONNECTED.set(1)
 
-    async def _renewal(self, current: svid.Svid) -> svid.Svid:
+    async def _renewal(self, current: Svid) -> Svid:
         """A new SVID, obtained from half way through `current`'s lifetime on.
 
         docs/discovery.md, step 4: "Renew the SVID at half its lifetime and reconnect with it,

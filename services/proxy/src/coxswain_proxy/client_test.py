@@ -194,7 +194,9 @@ async def test_a_wire_version_mismatch_stops_retrying(
     start_controller: StartController, start_proxy: StartProxy
 ) -> None:
     controller = await start_controller()
-    details = f"wire version mismatch: the proxy speaks {rpc.WIRE_VERSION}, this controller speaks 9"
+    details = (
+        f"wire version mismatch: the proxy speaks {rpc.WIRE_VERSION}, this controller speaks 9"
+    )
     controller.refuse(grpc.StatusCode.FAILED_PRECONDITION, details)
     proxy = start_proxy(controller.port)
 

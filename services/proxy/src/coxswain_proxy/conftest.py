@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
 import grpc.aio
 import pytest
 
@@ -52,9 +53,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def identity(
-    trust: Trust, servers: list[grpc.aio.Server], clock: Clock
-) -> testkit.Identity:
+async def identity(trust: Trust, servers: list[grpc.aio.Server], clock: Clock) -> testkit.Identity:
     service = testkit.Identity(signer=trust.ca, now=clock.now)
     servers.append(await testkit.start_identity(trust.ca, service))
     return service
@@ -111,7 +110,8 @@ async def start_proxy(
             server_name="localhost",
             backoff=backoff,
         )
-        holder, binder, stopped = RoutingHolder(), ports.PortBinder(), []
+        holder, binder = RoutingHolder(), ports.PortBinder()
+        stopped: list[str] = []
         client = DiscoveryClient(
             config,
             issuer=issuer_for(trust, identity.port, clock),

@@ -15,18 +15,30 @@ Code = grpc.StatusCode
 @pytest.mark.parametrize(
     ("code", "details", "verdict"),
     [
-        pytest.param(Code.FAILED_PRECONDITION, "not the leader", Verdict.NOT_LEADER,
-                     id="standby-fast-retry"),
-        pytest.param(Code.FAILED_PRECONDITION,
-                     "wire version mismatch: the proxy speaks 1, this controller speaks 2",
-                     Verdict.STOP, id="wire-version-stops"),
-        pytest.param(Code.FAILED_PRECONDITION, "something else", Verdict.RETRY,
-                     id="other-precondition-backs-off"),
+        pytest.param(
+            Code.FAILED_PRECONDITION, "not the leader", Verdict.NOT_LEADER, id="standby-fast-retry"
+        ),
+        pytest.param(
+            Code.FAILED_PRECONDITION,
+            "wire version mismatch: the proxy speaks 1, this controller speaks 2",
+            Verdict.STOP,
+            id="wire-version-stops",
+        ),
+        pytest.param(
+            Code.FAILED_PRECONDITION,
+            "something else",
+            Verdict.RETRY,
+            id="other-precondition-backs-off",
+        ),
         pytest.param(Code.PERMISSION_DENIED, "scope", Verdict.RETRY, id="permission-backs-off"),
         pytest.param(Code.INVALID_ARGUMENT, "", Verdict.RETRY, id="invalid-argument-backs-off"),
         pytest.param(Code.ALREADY_EXISTS, "", Verdict.RETRY, id="already-exists-backs-off"),
-        pytest.param(Code.UNAVAILABLE, "not the leader", Verdict.RETRY,
-                     id="only-failed-precondition-means-standby"),
+        pytest.param(
+            Code.UNAVAILABLE,
+            "not the leader",
+            Verdict.RETRY,
+            id="only-failed-precondition-means-standby",
+        ),
         pytest.param(Code.OK, "", Verdict.RETRY, id="clean-end-backs-off"),
     ],
 )

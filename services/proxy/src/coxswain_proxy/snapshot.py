@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from coxswain_proto import discovery as pb
+from coxswain_proxy import errors
 from coxswain_routing import (
     HostRoutes,
     Resource,
@@ -29,8 +30,6 @@ from coxswain_routing import (
     resource_hash,
     snapshot_version,
 )
-
-from coxswain_proxy import errors
 
 
 @dataclass(frozen=True, slots=True)

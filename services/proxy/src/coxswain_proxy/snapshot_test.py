@@ -107,10 +107,18 @@ def full_with_removed() -> pb.Snapshot:
         pytest.param(invalid_rule(), errors.InvalidResource, "retry.attempts", id="validation"),
         pytest.param(duplicated(), errors.MalformedSnapshot, "appears twice", id="duplicate-key"),
         pytest.param(full_with_removed(), errors.MalformedSnapshot, "removed", id="full-removed"),
-        pytest.param(delta([A, B], changed=[B], nonce="x"), errors.DeltaWithoutBase, "delta",
-                     id="delta-without-base"),
-        pytest.param(full([A], nonce="x").__class__(version="v", full=True),
-                     errors.VersionMismatch, "hash to", id="version-mismatch"),
+        pytest.param(
+            delta([A, B], changed=[B], nonce="x"),
+            errors.DeltaWithoutBase,
+            "delta",
+            id="delta-without-base",
+        ),
+        pytest.param(
+            full([A], nonce="x").__class__(version="v", full=True),
+            errors.VersionMismatch,
+            "hash to",
+            id="version-mismatch",
+        ),
     ],
 )
 def test_refusals_are_named(
@@ -121,6 +129,11 @@ def test_refusals_are_named(
 
 
 def test_every_refusal_is_a_snapshot_rejection() -> None:
-    for error in (errors.UndecodableResource, errors.InvalidResource, errors.MalformedSnapshot,
-                  errors.DeltaWithoutBase, errors.VersionMismatch):
+    for error in (
+        errors.UndecodableResource,
+        errors.InvalidResource,
+        errors.MalformedSnapshot,
+        errors.DeltaWithoutBase,
+        errors.VersionMismatch,
+    ):
         assert issubclass(error, errors.SnapshotRejected)

@@ -21,6 +21,7 @@ accepted us keeps the refusal's real status, which decides what the client does 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -127,10 +128,8 @@ class StreamSession:
 
     async def _close_for(self, renewed: Svid) -> StreamEnd:
         # Half-close first so the controller sees a clean end rather than a reset.
-        try:
+        with contextlib.suppress(grpc.RpcError, asyncio.InvalidStateError):
             await self._call.done_writing()
-        except (grpc.RpcError, asyncio.InvalidStateError):
-            pass
         self._call.cancel()
         return StreamEnd(grpc.StatusCode.OK, "closed to renew the SVID", self._delivered, renewed)
 

@@ -17,9 +17,7 @@ log = logging.getLogger(__name__)
 _running: set[asyncio.Task[Any]] = set()
 
 
-def spawn(
-    coro: Coroutine[Any, Any, Any], name: str, *, may_end: bool = False
-) -> asyncio.Task[Any]:
+def spawn(coro: Coroutine[Any, Any, Any], name: str, *, may_end: bool = False) -> asyncio.Task[Any]:
     """Start `coro` as a task called `name`. `may_end`: returning is normal, not worth a warning
     (a per-stream reader ends with its stream; the discovery client itself should not end)."""
     task = asyncio.get_running_loop().create_task(coro, name=name)

@@ -39,7 +39,7 @@ T = TypeVar("T")
 TIMEOUT = 15.0  # seconds: generous, only ever reached when a test is failing
 TRUST_DOMAIN = "cluster.local"
 PROXY_ID = spiffe_id(TRUST_DOMAIN, "coxswain-system", "coxswain-proxy")
-TOKEN = "projected-token"
+TOKEN = "projected-token"  # noqa: S105 (a test value)
 PORT = 8080
 
 
@@ -232,6 +232,7 @@ class Controller:
             while (item := await stream.outgoing.get()) is not None:
                 if isinstance(item, tuple):
                     await context.abort(*item)
+                    return
                 yield item
         finally:
             consumer.cancel()
