@@ -1,0 +1,129 @@
+"""`Dataplane`: the data plane's one entry point, `apply(resources) -> bound ports`.
+
+Where it sits: in-process (`--workers 1`) the discovery client's swap calls `apply()` with the
+held resources; with several workers each worker process runs its own `Dataplane` and
+`workers` relays snapshots to it. `apply()` compiles off the event loop (certificates and
+regular expressions take a while), swaps `Runtime.tables` in one assignment, then brings the
+listeners in line. `close()` is the graceful shutdown of conventions item 8: close listeners,
+ask each connection to finish, wait with a bound, then close what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from coxswain_routing import Resource
+
+from coxswain_proxy.dataplane import mirror, tables
+from coxswain_proxy.dataplane.listeners import Listeners
+from coxswain_proxy.dataplane.runtime import Config, Runtime
+from coxswain_proxy.dataplane.upstream import Connector
+
+log = logging.getLogger(__name__)
+
+SWEEP_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    shared: bool = True  # bind the Ingress ports as well as the Gateway listeners
+    address: str = "0.0.0.0"
+    ingress_http_port: int = 80
+    ingress_https_port: int = 443
+    config: Config = field(default_factory=Config)
+    port_map: Callable[[int], int] = lambda p: p  # routing port -> port to bind (tests: 0)
+    reuse_port: bool = False
+
+    @property
+    def ingress(self) -> dict[int, bool]:
+        if not self.shared:
+            return {}
+        return {self.ingress_http_port: False, self.ingress_https_port: True}
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class BoundPort:
+    port: int  # the routing port (what the controller asked for)
+    actual: int  # the port bound
+    tls: bool
+
+
+class Dataplane:
+    def __init__(self, options: Options, sockets: dict[int, socket.socket] | None = None) -> None:
+        self.options = options
+        self._sockets = sockets
+        self.rt: Runtime | None = None
+        self.listeners: Listeners | None = None
+        self.applied_at = 0.0  # time.time() of the last swap
+        self._sweeper: asyncio.Task[None] | None = None
+
+    async def start(self) -> Dataplane:
+        connector = Connector(self.options.config)
+        self.rt = Runtime(self.options.config, connector)
+        self.listeners = Listeners(
+            self.rt,
+            address=self.options.address,
+            port_map=self.options.port_map,
+            reuse_port=self.options.reuse_port,
+            sockets=self._sockets,
+        )
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name="dataplane-sweep")
+        return self
+
+    async def apply(self, resources: Iterable[Resource], version: str = "") -> list[BoundPort]:
+        assert self.rt is not None and self.listeners is not None
+        listed = list(resources)
+        ingress = self.options.ingress
+        compiled = await asyncio.to_thread(
+            tables.compile_tables, listed, ingress=ingress, version=version
+        )
+        # The swap: from here every new request reads the new tables.
+        self.rt.tables = compiled
+        self.applied_at = time.time()
+        await self.listeners.sync(compiled.ports)
+        return self.bound()
+
+    def bound(self) -> list[BoundPort]:
+        if self.listeners is None:
+            return []
+        return sorted(
+            BoundPort(b.info.port, b.port, b.info.tls) for b in self.listeners.bound.values()
+        )
+
+    async def _sweep(self) -> None:
+        assert self.rt is not None
+        rt = self.rt
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            now = rt.loop.time()
+            for conn in list(rt.connections):
+                conn.sweep(now)
+            rt.connector.sweep()
+
+    async def close(self, grace: float | None = None) -> None:
+        """Stop accepting, let in-flight requests finish within `grace`, then close the rest."""
+        rt = self.rt
+        if rt is None or self.listeners is None:
+            return
+        grace = rt.config.grace_seconds if grace is None else grace
+        self.listeners.close()
+        rt.draining = True
+        for conn in list(rt.connections):
+            conn.shutdown()
+        deadline = rt.loop.time() + grace
+        while rt.connections and rt.loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        for conn in list(rt.connections):
+            conn.close()  # type: ignore[attr-defined]
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+        await rt.connector.close()
+        await mirror.close()
+        # Let the transports closed above run their connection_lost before the loop ends.
+        await asyncio.sleep(0)

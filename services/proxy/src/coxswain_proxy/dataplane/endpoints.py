@@ -1,0 +1,45 @@
+"""Endpoint choice within one `EndpointSet`: round robin over the endpoints taking new requests.
+
+Where it sits: `tables.compile_tables` builds one `EndpointPicker` per `EndpointSet` resource
+(key `endpoints/<ns>/<svc>/<port>`, the key `Backend.endpoints` names); `forward` asks it for an
+origin once per attempt. A picker lives exactly as long as its snapshot.
+"""
+
+from __future__ import annotations
+
+from coxswain_routing import Endpoint, EndpointSet
+
+Origin = tuple[str, int]  # (address, port) as dialled
+
+
+def takes_new_requests(endpoint: Endpoint) -> bool:
+    # Terminating endpoints finish what they hold but get no new requests (issue 7, item 5);
+    # a not-ready endpoint gets none either.
+    return endpoint.ready and not endpoint.terminating
+
+
+class EndpointPicker:
+    """Round robin over an endpoint set's ready endpoints; `None` when none is ready."""
+
+    __slots__ = ("origins", "_next")
+
+    def __init__(self, endpoint_set: EndpointSet) -> None:
+        self.origins: tuple[Origin, ...] = tuple(
+            (e.address, e.port) for e in endpoint_set.endpoints if takes_new_requests(e)
+        )
+        self._next = 0
+
+    def pick(self) -> Origin | None:
+        origins = self.origins
+        if not origins:
+            return None
+        index = self._next
+        self._next = (index + 1) % len(origins)
+        return origins[index]
+
+    def others(self, tried: Origin) -> Origin | None:
+        """The next origin after a failed one, for a retry; the same when it is the only one."""
+        picked = self.pick()
+        if picked == tried and len(self.origins) > 1:
+            picked = self.pick()
+        return picked

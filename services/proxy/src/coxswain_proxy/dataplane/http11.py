@@ -1,0 +1,231 @@
+"""The client side of the HTTP/1.1 path: one `asyncio.Protocol` per client connection.
+
+Where it sits: `listeners` creates one `HttpConnection` per accepted connection (after the TLS
+handshake on HTTPS ports). It parses requests with httptools, creates one `forward.Exchange` per
+request and runs them one at a time, in order, which is what HTTP/1.1 pipelining requires: a
+request parsed while another is in flight waits in `queue` with reading paused.
+
+Why the shape (uvicorn's httptools protocol): state grouped by lifetime — the connection's here,
+one request's in its `Exchange` — and the parser's callbacks do as little as possible: collect
+the URL and headers as bytes, count their size, hand the body on. Errors the client caused are
+answered from precomputed bytes (`responses`) and the connection closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections import deque
+
+import httptools
+
+from coxswain_proxy.dataplane import errors, flow, forward, responses
+from coxswain_proxy.dataplane.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+HOST = b"host"
+
+
+class HttpConnection(asyncio.Protocol):
+    __slots__ = (
+        "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
+        "current", "queue", "parsing", "url", "headers", "size", "host", "hosts",
+        "last_active", "head_started", "closed", "tunnel", "write_paused", "drain",
+    )  # fmt: skip
+
+    def __init__(self, rt: Runtime, port: int, scheme: str) -> None:
+        self.rt = rt
+        self.port = port  # the routing port: which tables apply (spec 002)
+        self.scheme = scheme  # "http" or "https"
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpRequestParser(self)
+        self.gate = flow.ReadGate()
+        self.client = ""  # the peer's address, for X-Forwarded-For
+        self.sni: tuple[str, tuple[str, ...]] | None = None  # (server name, selected names)
+        self.current: forward.Exchange | None = None  # the request being answered
+        self.queue: deque[forward.Exchange] = deque()  # pipelined requests waiting their turn
+        self.parsing: forward.Exchange | None = None  # the request whose body is arriving
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.size = 0  # bytes of request line and headers so far
+        self.host: bytes | None = None
+        self.hosts = 0  # Host fields seen
+        self.last_active = rt.loop.time()
+        self.head_started = 0.0  # when the current request's first byte came; 0: between requests
+        self.closed = False
+        self.tunnel: asyncio.Transport | None = None  # after an Upgrade: the upstream transport
+        self.write_paused = False
+        self.drain = False  # its listener was removed: close after the request in flight
+
+    # ------------------------------------------------------------------ connection lifetime
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.gate.transport = transport
+        flow.limit_writes(transport)
+        peer = transport.get_extra_info("peername")
+        self.client = peer[0] if peer else ""
+        sslobj = transport.get_extra_info("ssl_object")
+        if isinstance(sslobj, ssl.SSLObject):
+            self.sni = getattr(sslobj, "coxswain_sni", None)
+        self.rt.connections.add(self)
+        self.rt.stats.connections += 1
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.rt.connections.discard(self)
+        self.rt.stats.connections -= 1
+        if self.tunnel is not None:
+            self.tunnel.close()
+        for exchange in (self.current, *self.queue):
+            if exchange is not None:
+                exchange.abandon()
+        self.current = None
+        self.queue.clear()
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        if self.current is not None:
+            self.current.pause_upstream()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self.current is not None:
+            self.current.resume_upstream()
+
+    def eof_received(self) -> bool | None:
+        # A client that half-closes still gets the answers to what it sent.
+        return self.current is not None
+
+    def data_received(self, data: bytes) -> None:
+        if self.tunnel is not None:
+            self.tunnel.write(data)
+            return
+        self.last_active = self.rt.loop.time()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade as exc:
+            self._upgrade(data[exc.args[0] :])
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            status = cause.status if isinstance(cause, errors.DataplaneError) else 500
+            if not isinstance(cause, errors.DataplaneError):
+                log.error("request handling failed", exc_info=cause)
+            self.fail(status)
+        except httptools.HttpParserError:
+            # "malformed requests answered 400 and closed" (issue 7, item 9).
+            self.fail(400)
+
+    def fail(self, status: int) -> None:
+        """Answer an error the connection cannot recover from, then close."""
+        if self.transport is None or self.closed:
+            return
+        if self.current is None or not self.current.response_started:
+            self.transport.write(responses.canned(status, close=True))
+        self.rt.stats.request(forward.NO_ROUTE, status)
+        self.close()
+
+    def close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
+
+    def sweep(self, now: float) -> None:
+        """Called every second: slow request heads get 408, idle keep-alives are closed."""
+        config = self.rt.config
+        if self.head_started and now - self.head_started > config.header_timeout:
+            self.fail(408)
+        elif self.current is None and now - self.last_active > config.keepalive_timeout:
+            self.close()
+
+    def shutdown(self) -> None:
+        """Stop taking requests: close now if idle, else after the response in flight."""
+        if self.current is None and not self.head_started:
+            self.close()
+
+    # ------------------------------------------------------------------ parser callbacks
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.headers = []
+        self.size = 0
+        self.host = None
+        self.hosts = 0
+        self.head_started = self.rt.loop.time()
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+        self._count(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        self.headers.append((name, value))
+        if len(name) == 4 and name.lower() == HOST:
+            self.host = value
+            self.hosts += 1
+
+    def _count(self, n: int) -> None:
+        self.size += n
+        if self.size > self.rt.config.max_header_bytes:
+            raise errors.HeadersTooLarge()
+
+    def on_headers_complete(self) -> None:
+        self.head_started = 0.0
+        parser = self.parser
+        exchange = forward.Exchange(
+            self,
+            parser.get_method(),
+            self.url,
+            self.headers,
+            parser.get_http_version(),
+            parser.should_keep_alive(),
+            parser.should_upgrade(),
+        )
+        self.parsing = exchange
+        if self.current is None:
+            self.current = exchange
+            exchange.start()
+        else:
+            self.queue.append(exchange)
+            self.gate.pause(flow.PIPELINE)
+
+    def on_body(self, body: bytes) -> None:
+        if self.parsing is not None:
+            self.parsing.request_body(body)
+
+    def on_message_complete(self) -> None:
+        parsing, self.parsing = self.parsing, None
+        if parsing is not None:
+            parsing.request_complete()
+
+    # ------------------------------------------------------------------ exchanges
+
+    def finished(self, exchange: forward.Exchange, keep_alive: bool) -> None:
+        """The exchange answered and its request was read whole (or will not be)."""
+        if exchange is not self.current:
+            return
+        if not keep_alive or self.rt.draining or self.drain:
+            self.close()
+            return
+        self.current = self.queue.popleft() if self.queue else None
+        if self.current is not None:
+            self.current.start()
+        if not self.queue:
+            self.gate.resume(flow.PIPELINE)
+
+    def _upgrade(self, rest: bytes) -> None:
+        exchange = self.current
+        if exchange is None or not exchange.upgrade:
+            self.fail(400)
+            return
+        self.gate.pause(flow.UPGRADE)
+        exchange.upgrade_data(rest)
+
+    def become_tunnel(self, upstream: asyncio.Transport) -> None:
+        """After a 101: bytes flow both ways untouched until either side closes."""
+        self.tunnel = upstream
+        self.current = None
+        self.gate.resume(flow.UPGRADE)

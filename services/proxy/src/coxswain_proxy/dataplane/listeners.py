@@ -1,0 +1,116 @@
+"""Binding, rebinding and draining the HTTP/HTTPS ports a snapshot asks for.
+
+Where it sits: `dataplane.Dataplane.apply` calls `Listeners.sync(ports)` after each swap. A port
+already bound with the same protocol is left alone, so adding or removing one listener never
+disturbs another (issue 7, item 2). A removed port stops accepting at once and its open
+connections finish the request in flight, then close (they drain). A port that cannot be bound
+is logged and left out of what is reported bound; the next snapshot tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coxswain_proxy.dataplane import tls
+from coxswain_proxy.dataplane.http11 import HttpConnection
+from coxswain_proxy.dataplane.runtime import Runtime
+from coxswain_proxy.dataplane.tables import PortInfo
+
+log = logging.getLogger(__name__)
+
+BACKLOG = 2048
+HANDSHAKE_TIMEOUT = 10.0
+
+
+@dataclass(slots=True)
+class Bound:
+    info: PortInfo
+    port: int  # the port actually bound (differs from info.port only when overridden)
+    server: asyncio.Server
+
+
+class Listeners:
+    def __init__(
+        self,
+        rt: Runtime,
+        *,
+        address: str,
+        port_map: Callable[[int], int] = lambda p: p,
+        reuse_port: bool = False,
+        sockets: dict[int, socket.socket] | None = None,
+    ) -> None:
+        self._rt = rt
+        self._address = address
+        self._port_map = port_map  # routing port -> port to bind (tests bind 0)
+        self._reuse_port = reuse_port  # workers each bind the same ports
+        self._sockets = sockets or {}  # pre-bound sockets by routing port (inherited)
+        self.bound: dict[int, Bound] = {}  # by routing port
+
+    async def sync(self, wanted: dict[int, PortInfo]) -> None:
+        for port in [p for p, b in self.bound.items() if wanted.get(p) != b.info]:
+            self._unbind(port)
+        for port, info in wanted.items():
+            if port not in self.bound:
+                await self._bind(info)
+
+    async def _bind(self, info: PortInfo) -> None:
+        rt = self._rt
+        context = None
+        if info.tls:
+            port = info.port
+            context = tls.front_context(lambda: rt.tables.tls.get(port) if rt.tables else None)
+        scheme = "https" if info.tls else "http"
+
+        def factory() -> HttpConnection:
+            return HttpConnection(rt, info.port, scheme)
+
+        try:
+            server = await self._serve(factory, info, context)
+        except OSError as exc:
+            fields = {"port": info.port, "error": exc.strerror or str(exc)}
+            level = logging.ERROR if exc.errno in (errno.EACCES, errno.EADDRINUSE) else logging.WARNING
+            log.log(level, "could not bind listener", extra={"fields": fields})
+            return
+        actual = server.sockets[0].getsockname()[1]
+        self.bound[info.port] = Bound(info, actual, server)
+        fields = {"port": info.port, "bound": actual, "tls": info.tls}
+        log.info("listener bound", extra={"fields": fields})
+
+    async def _serve(
+        self, factory: Callable[[], HttpConnection], info: PortInfo, context: object
+    ) -> asyncio.Server:
+        loop = self._rt.loop
+        inherited = self._sockets.get(info.port)
+        extra = {"ssl_handshake_timeout": HANDSHAKE_TIMEOUT} if context is not None else {}
+        if inherited is not None:
+            return await loop.create_server(
+                factory, sock=inherited, ssl=context, backlog=BACKLOG, **extra  # type: ignore[arg-type]
+            )
+        return await loop.create_server(
+            factory,
+            host=self._address,
+            port=self._port_map(info.port),
+            ssl=context,  # type: ignore[arg-type]
+            backlog=BACKLOG,
+            reuse_address=True,
+            reuse_port=self._reuse_port or None,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def _unbind(self, port: int) -> None:
+        bound = self.bound.pop(port)
+        bound.server.close()
+        for conn in list(self._rt.connections):
+            if isinstance(conn, HttpConnection) and conn.port == port:
+                conn.drain = True
+                conn.shutdown()
+        log.info("listener removed, draining", extra={"fields": {"port": port}})
+
+    def close(self) -> None:
+        for port in list(self.bound):
+            self.bound.pop(port).server.close()

@@ -1,0 +1,79 @@
+"""Precomputed status lines and the proxy's own responses (errors, redirects, preflights).
+
+Where it sits: `http11` writes these when the proxy answers a request itself. Everything that
+does not depend on the request is built once at import (conventions, item 4), so answering a
+404 or a 503 costs one dict lookup and one `write()`.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+# "HTTP/1.1 <code> <reason>\r\n" for every status the stdlib knows; unknown codes get no reason.
+STATUS_LINES: dict[int, bytes] = {
+    s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n".encode() for s in HTTPStatus
+}
+
+
+def status_line(code: int) -> bytes:
+    line = STATUS_LINES.get(code)
+    if line is None:
+        line = STATUS_LINES[code] = f"HTTP/1.1 {code} \r\n".encode()
+    return line
+
+
+SERVER = b"server: coxswain\r\n"
+KEEP_ALIVE = b""  # HTTP/1.1 keeps the connection open by default: nothing to say
+CLOSE = b"connection: close\r\n"
+CHUNKED = b"transfer-encoding: chunked\r\n"
+LAST_CHUNK = b"0\r\n\r\n"
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+def simple(code: int, reason: str = "", *, close: bool = False) -> bytes:
+    """A complete text/plain response: the status, and why, for a human reading it."""
+    body = f"{code} {HTTPStatus(code).phrase if code in STATUS_LINES else ''}".strip()
+    if reason:
+        body = f"{body}: {reason}"
+    data = (body + "\n").encode()
+    head = [
+        status_line(code),
+        SERVER,
+        b"content-type: text/plain; charset=utf-8\r\n",
+        b"content-length: %d\r\n" % len(data),
+    ]
+    if close:
+        head.append(CLOSE)
+    return b"".join(head) + b"\r\n" + data
+
+
+def with_headers(
+    code: int, headers: list[tuple[str, str]], *, close: bool = False, body: bytes = b""
+) -> bytes:
+    """A response with the given headers (a redirect, a preflight answer) in one buffer."""
+    parts = [status_line(code), SERVER]
+    for name, value in headers:
+        parts.append(f"{name}: {value}\r\n".encode("latin-1"))
+    parts.append(b"content-length: %d\r\n" % len(body))
+    if close:
+        parts.append(CLOSE)
+    parts.append(b"\r\n")
+    parts.append(body)
+    return b"".join(parts)
+
+
+# The answers the request path gives most: built once, keyed by (status, close).
+_CANNED: dict[tuple[int, bool], bytes] = {}
+
+
+def canned(code: int, *, close: bool = False) -> bytes:
+    key = (code, close)
+    data = _CANNED.get(key)
+    if data is None:
+        data = _CANNED[key] = simple(code, close=close)
+    return data
+
+
+for _code in (400, 404, 408, 421, 431, 500, 502, 503, 504):
+    canned(_code)
+    canned(_code, close=True)

@@ -1,0 +1,50 @@
+"""Per-worker state every connection shares: the served tables, the upstream pool, the limits.
+
+Where it sits: one `Runtime` per worker process, created by `dataplane.Dataplane`. Connections
+keep a reference to it and read `runtime.tables` once per request: the snapshot swap is the
+single assignment `runtime.tables = new`, which needs no lock on one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from coxswain_proxy.dataplane import stats
+from coxswain_proxy.dataplane.pool import Limits
+
+if TYPE_CHECKING:
+    from coxswain_proxy.dataplane.tables import Tables
+    from coxswain_proxy.dataplane.upstream import Connector
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    max_header_bytes: int = 32 * 1024  # request line and headers: beyond, 431
+    max_upstream_header_bytes: int = 64 * 1024  # an upstream response's headers: beyond, 502
+    header_timeout: float = 15.0  # a request's headers must arrive within this (slowloris): 408
+    keepalive_timeout: float = 75.0  # an idle client connection is closed after this
+    connect_timeout: float = 5.0  # opening an upstream connection
+    grace_seconds: float = 10.0  # SIGTERM: in-flight requests get this long
+    replay_limit: int = 64 * 1024  # request bodies up to this are kept for retries and mirrors
+    pool: Limits = field(default_factory=Limits)
+
+
+class Sweepable(Protocol):
+    def sweep(self, now: float) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class Runtime:
+    __slots__ = ("config", "tables", "connector", "stats", "connections", "loop", "draining")
+
+    def __init__(self, config: Config, connector: Connector) -> None:
+        self.config = config
+        self.tables: Tables | None = None  # None until the first snapshot
+        self.connector = connector
+        self.stats = stats.Stats()
+        self.connections: set[Sweepable] = set()  # open client connections, for sweeps/drain
+        self.loop = asyncio.get_running_loop()
+        self.draining = False  # shutting down: finish in-flight requests, keep no connection

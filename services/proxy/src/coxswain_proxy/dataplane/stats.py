@@ -1,0 +1,60 @@
+"""Request-path counters kept as plain numbers, turned into Prometheus metrics only when scraped.
+
+Where it sits: the request path calls `Stats.request()` and `Stats.upstream_latency()` (a dict
+increment and a bisect: no locks, no label lookups); `metrics.Collector` reads them at scrape
+time, and in multi-worker mode each worker ships `snapshot()` to the parent, which `merge()`s.
+Label sets are bounded: a route label is the route's kind/namespace/name (only routes in the
+snapshot exist), a status is its class.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any
+
+# Upper bounds of the upstream latency histogram, in seconds.
+LATENCY_BOUNDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+NO_ROUTE = "none"
+
+
+class Stats:
+    __slots__ = ("requests", "buckets", "latency_sum", "latency_count", "connections")
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[str, int], int] = {}  # (route, status // 100) -> count
+        self.buckets = [0] * (len(LATENCY_BOUNDS) + 1)  # the last one is +Inf
+        self.latency_sum = 0.0
+        self.latency_count = 0
+        self.connections = 0  # client connections open now
+
+    def request(self, route: str, status: int) -> None:
+        key = (route, status // 100)
+        self.requests[key] = self.requests.get(key, 0) + 1
+
+    def upstream_latency(self, seconds: float) -> None:
+        self.buckets[bisect_left(LATENCY_BOUNDS, seconds)] += 1
+        self.latency_sum += seconds
+        self.latency_count += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "requests": [[r, c, n] for (r, c), n in self.requests.items()],
+            "buckets": list(self.buckets),
+            "latency_sum": self.latency_sum,
+            "latency_count": self.latency_count,
+            "connections": self.connections,
+        }
+
+    @classmethod
+    def merged(cls, snapshots: list[dict[str, Any]]) -> Stats:
+        total = cls()
+        for snap in snapshots:
+            for route, cls_, count in snap["requests"]:
+                key = (route, cls_)
+                total.requests[key] = total.requests.get(key, 0) + count
+            for i, count in enumerate(snap["buckets"]):
+                total.buckets[i] += count
+            total.latency_sum += snap["latency_sum"]
+            total.latency_count += snap["latency_count"]
+            total.connections += snap["connections"]
+        return total
