@@ -1,0 +1,98 @@
+"""What the controller watches: spec 000's controller RBAC table, as data.
+
+The built-in kinds are always watched. The Gateway API kinds are watched only at a version the
+API server serves (learned from discovery, see `probe`), so a cluster without the CRDs runs in
+Ingress-only mode (spec 002) and one with only the standard channel skips the stream routes.
+CustomResourceDefinitions are watched only to notice the Gateway API appearing or going away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+TLS_SECRET_TYPE = "kubernetes.io/tls"
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    name: str  # the Kubernetes kind, also the key translation reads the cache by
+    group: str  # "" for the core group
+    version: str  # the version watched
+    plural: str  # the resource in the URL
+    namespaced: bool  # False for cluster-scoped kinds
+    # Spec 000 grants "Secret (kubernetes.io/tls)": only those are listed and watched.
+    field_selector: str = ""
+    # False where only this controller writes status (routes, Gateways, Ingress): a change to
+    # it is our own write coming back, and must not trigger another rebuild.
+    status_matters: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def path(self) -> str:
+        """The cluster-wide collection: every namespace at once."""
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{prefix}/{self.plural}"
+
+
+CORE: tuple[Kind, ...] = (
+    Kind("Service", "", "v1", "services", True),
+    Kind("Secret", "", "v1", "secrets", True, field_selector=f"type={TLS_SECRET_TYPE}"),
+    Kind("ConfigMap", "", "v1", "configmaps", True),
+    # Labels of Namespaces decide allowedRoutes.namespaces.from: Selector.
+    Kind("Namespace", "", "v1", "namespaces", False),
+    Kind("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", True),
+    Kind("Ingress", "networking.k8s.io", "v1", "ingresses", True, status_matters=False),
+    Kind("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False),
+)
+
+CRD = Kind(
+    "CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayKind:
+    name: str  # the kind
+    plural: str  # the resource
+    versions: tuple[str, ...]  # acceptable versions, most preferred first
+    namespaced: bool = True  # False for cluster-scoped kinds
+    status_matters: bool = False  # see Kind.status_matters
+
+
+GATEWAY: tuple[GatewayKind, ...] = (
+    GatewayKind("GatewayClass", "gatewayclasses", ("v1",), namespaced=False),
+    GatewayKind("Gateway", "gateways", ("v1",)),
+    GatewayKind("HTTPRoute", "httproutes", ("v1",)),
+    GatewayKind("GRPCRoute", "grpcroutes", ("v1",)),
+    GatewayKind("ReferenceGrant", "referencegrants", ("v1", "v1beta1"), status_matters=True),
+    GatewayKind("BackendTLSPolicy", "backendtlspolicies", ("v1",)),
+    GatewayKind("TLSRoute", "tlsroutes", ("v1alpha2",)),
+    GatewayKind("TCPRoute", "tcproutes", ("v1alpha2",)),
+    GatewayKind("UDPRoute", "udproutes", ("v1alpha2",)),
+)
+
+GATEWAY_NAMES = frozenset(kind.name for kind in GATEWAY)
+
+
+def gateway_kinds(served: Mapping[str, frozenset[str]]) -> tuple[Kind, ...]:
+    """The Gateway API kinds to watch, given the plurals served at each version of the group."""
+    chosen = []
+    for wanted in GATEWAY:
+        version = next((v for v in wanted.versions if wanted.plural in served.get(v, ())), None)
+        if version is not None:
+            chosen.append(
+                Kind(
+                    wanted.name,
+                    GATEWAY_GROUP,
+                    version,
+                    wanted.plural,
+                    wanted.namespaced,
+                    status_matters=wanted.status_matters,
+                )
+            )
+    return tuple(chosen)

@@ -1,0 +1,42 @@
+"""Whether a change to an object can change what translation computes, and what is kept of it.
+
+Convention 6: "One consumer applies events to the cache and says whether an event mattered".
+A new resourceVersion alone (a no-op update, our own status write coming back) must not cost a
+rebuild: with the status writer patching every route after every rebuild, counting those would
+make the controller rebuild forever. So the comparison leaves out `metadata.resourceVersion`,
+`metadata.managedFields`, and `status` of the kinds whose status only this controller writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coxswain_controller.sources import kinds
+from coxswain_controller.sources.kube import JSON
+
+# Bookkeeping of the API server's, never read by translation.
+_VOLATILE_METADATA = ("resourceVersion", "managedFields")
+
+
+def stored(kind: kinds.Kind, obj: JSON) -> JSON:
+    """What the cache keeps of `obj`: all of it, less managedFields (and most of a CRD)."""
+    metadata = obj.get("metadata", {})
+    if "managedFields" in metadata:
+        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    if kind.name == kinds.CRD.name:
+        # CRDs are watched only to re-probe discovery; their schemas are large and unread.
+        spec = obj.get("spec", {})
+        obj = {**obj, "spec": {"group": spec.get("group"), "names": spec.get("names", {})}}
+    return obj
+
+
+def _view(kind: kinds.Kind, obj: JSON) -> dict[str, Any]:
+    view = {k: v for k, v in obj.items() if kind.status_matters or k != "status"}
+    metadata = obj.get("metadata", {})
+    view["metadata"] = {k: v for k, v in metadata.items() if k not in _VOLATILE_METADATA}
+    return view
+
+
+def differs(kind: kinds.Kind, old: JSON, new: JSON) -> bool:
+    """True when translation could tell `old` and `new` apart."""
+    return _view(kind, old) != _view(kind, new)

@@ -1,0 +1,198 @@
+"""Sources against the emulated API server, through the real `kubernetes` client.
+
+Covers: list then watch into the cache, paged lists, 410 recovery by relisting (server restart),
+reconnect after a closed watch, backoff through failing requests, bookmarks, the Secret type
+filter, and Ingress-only mode entered and left as the Gateway API CRDs come and go.
+Leaves out: silence detection (it needs a server that stops talking mid-stream without closing;
+the read timeout that implements it is urllib3's) and the debounce, which is the publisher's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import kubernetes
+
+from coxswain_controller.sources import kinds, kube, supervisor
+from coxswain_controller.sources.conftest import (
+    FAST,
+    bounded,
+    names,
+    restarts,
+    service,
+    until,
+)
+from coxswain_devkit import crds
+from coxswain_devkit.apiserver import ApiServer
+
+
+def core(client: Any) -> Any:
+    return kubernetes.client.CoreV1Api(client)
+
+
+async def test_initial_list_then_watch_updates_reach_the_cache(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    api.apply([service("a"), service("b"), service("c")])  # three: more than one list page
+    await bounded(sources.cache.synced.wait())
+    assert names(sources.cache.snapshot(), "Service") >= {"a", "b", "c"}
+
+    await asyncio.to_thread(core(client).create_namespaced_service, "default", service("d"))
+    await asyncio.to_thread(core(client).delete_namespaced_service, "a", "default")
+    await until(sources, lambda s: {"b", "c", "d"} <= names(s, "Service") and "a" not in names(s, "Service"))
+    stored = sources.cache.snapshot().of("Service")[("default", "b")]
+    assert stored["apiVersion"] == "v1" and stored["kind"] == "Service"  # listed items typed too
+    assert stored["spec"]["ports"][0]["port"] == 80  # camelCase JSON as served
+
+
+async def test_synced_only_after_every_kind_listed(
+    api: ApiServer, sources: supervisor.Sources
+) -> None:
+    await bounded(sources.cache.synced.wait())
+    snapshot = sources.cache.snapshot()
+    watched = {k.name for k in (kinds.CRD, *kinds.CORE)}
+    assert snapshot.served == watched
+    assert all(sources.cache.resource_version(name) for name in watched)
+
+
+async def test_restart_expires_the_watch_and_a_relist_loses_no_update(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    await bounded(sources.cache.synced.wait())
+    before = restarts("Service", "expired")
+    await api.restart()  # same objects, history gone: resuming the watch gets 410
+    api.apply([service("made-during-the-gap")])
+    await until(sources, lambda s: "made-during-the-gap" in names(s, "Service"))
+    await until(sources, lambda _: restarts("Service", "expired") > before)
+
+
+async def test_a_watch_older_than_the_window_relists(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    await bounded(sources.cache.synced.wait())
+    before = restarts("ConfigMap", "expired")
+    api.faults.pause()  # the ConfigMap watch falls behind while the window moves on
+    for i in range(30):
+        api.apply([service(f"s{i}")])
+    api.faults.close_watches()
+    api.faults.resume()
+    await until(sources, lambda _: restarts("ConfigMap", "expired") > before)
+    await until(sources, lambda s: {f"s{i}" for i in range(30)} <= names(s, "Service"))
+
+
+async def test_a_closed_watch_reconnects_without_relisting(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    await bounded(sources.cache.synced.wait())
+    closed, expired = restarts("Service", "closed"), restarts("Service", "expired")
+    api.faults.close_watches()
+    await until(sources, lambda _: restarts("Service", "closed") > closed)
+    await asyncio.to_thread(core(client).create_namespaced_service, "default", service("after"))
+    await until(sources, lambda s: "after" in names(s, "Service"))
+    assert restarts("Service", "expired") == expired
+
+
+async def test_failing_requests_back_off_and_recover(api: ApiServer, client: Any) -> None:
+    api.faults.fail_next(25)  # the probe and the first lists fail; every caller retries
+    running = supervisor.Sources(client, settings=FAST)
+    running.start()
+    try:
+        await bounded(running.cache.synced.wait())
+    finally:
+        await running.stop()
+    errors = sum(restarts(k.name, "error") for k in kinds.CORE)
+    assert errors > 0
+
+
+async def test_bookmarks_advance_the_resource_version(
+    api: ApiServer, sources: supervisor.Sources
+) -> None:
+    await bounded(sources.cache.synced.wait())
+    (made,) = api.apply([service("elsewhere", "kube-system")])
+    target = int(made["metadata"]["resourceVersion"])
+    # No IngressClass changed: only a BOOKMARK can carry its watch past the Service's version.
+    await until(sources, lambda _: int(sources.cache.resource_version("IngressClass")) >= target)
+
+
+async def test_only_tls_secrets_are_cached(api: ApiServer, sources: supervisor.Sources) -> None:
+    def secret(name: str, kind: str) -> dict[str, Any]:
+        meta = {"name": name, "namespace": "default"}
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": kind, "data": {}}
+
+    api.apply([secret("opaque", "Opaque"), secret("cert", kinds.TLS_SECRET_TYPE)])
+    await until(sources, lambda s: "cert" in names(s, "Secret"))
+    assert names(sources.cache.snapshot(), "Secret") == {"cert"}
+
+
+async def test_ingress_only_until_the_gateway_api_is_installed_then_back(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    await bounded(sources.cache.synced.wait())
+    assert not sources.gateway_api_served
+    assert not kinds.GATEWAY_NAMES & sources.cache.snapshot().served
+
+    for crd in crds.experimental():
+        await asyncio.to_thread(
+            kube.request, client, "POST", kinds.CRD.path, body=crd
+        )
+    await until(sources, lambda s: kinds.GATEWAY_NAMES <= s.served)
+    assert sources.reflectors["ReferenceGrant"].kind.version == "v1"  # preferred over v1beta1
+    assert sources.reflectors["TLSRoute"].kind.version == "v1alpha2"
+    api.apply([_route("r1")])
+    await until(sources, lambda s: "r1" in names(s, "HTTPRoute"))
+
+    for crd in crds.experimental():
+        path = f"{kinds.CRD.path}/{crd['metadata']['name']}"
+        await asyncio.to_thread(kube.request, client, "DELETE", path)
+    await until(sources, lambda s: not kinds.GATEWAY_NAMES & s.served)
+    assert not sources.gateway_api_served
+    assert not sources.cache.snapshot().of("HTTPRoute")
+    assert not kinds.GATEWAY_NAMES & sources.reflectors.keys()
+
+
+async def test_gateway_api_present_at_start_is_watched(api: ApiServer, client: Any) -> None:
+    api.apply([*crds.standard(), _route("r1")])
+    running = supervisor.Sources(client, settings=FAST)
+    running.start()
+    try:
+        await bounded(running.cache.synced.wait())
+        snapshot = running.cache.snapshot()
+        assert "r1" in names(snapshot, "HTTPRoute")
+        assert "TLSRoute" not in snapshot.served  # standard channel: no stream routes
+    finally:
+        await running.stop()
+
+
+async def test_route_status_writes_do_not_matter(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    await bounded(sources.cache.synced.wait())
+    *_, route = api.apply([*crds.standard(), _route("r1")])
+    await until(sources, lambda s: "r1" in names(s, "HTTPRoute"))
+    # Every other kind has seen the CRDs and the route go by: nothing else is in flight.
+    settled = int(route["metadata"]["resourceVersion"])
+    await until(sources, lambda s: all(_seen(sources, k, settled) for k in s.served))
+    sources.cache.changed.clear()
+    path = "/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/r1/status"
+    body = {"status": {"parents": [{"controllerName": "coxswain-labs.dev/controller"}]}}
+    written = await asyncio.to_thread(
+        kube.request, client, "PATCH", path, body=body, content_type=kube.MERGE_PATCH
+    )
+    version = int(written["metadata"]["resourceVersion"])
+    await until(sources, lambda _: int(sources.cache.resource_version("HTTPRoute")) >= version)
+    assert not sources.cache.changed.is_set()
+    assert sources.cache.snapshot().of("HTTPRoute")[("default", "r1")]["status"] == body["status"]
+
+
+def _seen(sources: supervisor.Sources, kind: str, version: int) -> bool:
+    return int(sources.cache.resource_version(kind) or 0) >= version
+
+
+def _route(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"parentRefs": [{"name": "gw"}]},
+    }
