@@ -133,7 +133,9 @@ class DiscoveryClient:
         endpoint = self._rotation.current
         log.info("dialling the controller", extra={"fields": {"endpoint": str(endpoint)}})
         credentials = grpc.ssl_channel_credentials(
-            root_certificates=current.trust_bundle_pem,
+            # Re-read at each dial: during a CA rotation the bundle gains the new CA before the
+            # controller's serving certificate moves to it (docs/security.md).
+            root_certificates=self._issuer.trust_bundle(current.trust_bundle_pem),
             private_key=current.key_pem,
             certificate_chain=current.chain_pem,
         )

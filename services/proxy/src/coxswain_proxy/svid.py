@@ -81,6 +81,13 @@ class SvidIssuer:
             raise
         return verify(response.certificate_chain_pem, key, bundle_pem, bundle, self._clock.now())
 
+    def trust_bundle(self, fallback: bytes) -> bytes:
+        """The mounted bundle as it is now (it may have gained a CA), else `fallback`."""
+        try:
+            return read_bundle(self._config.trust_bundle_path)[0]
+        except errors.TrustBundleUnreadable:
+            return fallback
+
 
 def read_token(path: Path) -> str:
     try:
