@@ -1,0 +1,80 @@
+"""TLS termination end to end: SNI picks the certificate (exact, wildcard, default), ALPN says
+http/1.1, a Host outside the SNI-selected listener's hostname gets 421, and a snapshot swap
+rotates a certificate without rebinding. Certificates are minted in the test.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import pytest
+
+from coxswain_devkit.echo import EchoServer
+from coxswain_devkit.pki import CertificateAuthority
+from coxswain_routing import ListenerProtocol, TlsCertificate, TlsStore
+
+from coxswain_proxy.dataplane import testing as t
+
+CA = CertificateAuthority.create()
+
+
+def cert(*names: str, source: str) -> TlsCertificate:
+    issued = CA.issue(dns=list(names))
+    return TlsCertificate(tuple(sorted(names)), issued.chain_pem, issued.key_pem, source)
+
+
+def client_context() -> ssl.SSLContext:
+    context = ssl.create_default_context(cadata=CA.certificate_pem.decode())
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def resources(echo_port: int, store: TlsStore) -> list[object]:
+    return [
+        t.listeners(
+            (t.TLS_PORT, ListenerProtocol.HTTPS, "shop.example.com"),
+            (t.TLS_PORT, ListenerProtocol.HTTPS, "*.example.com"),
+        ),
+        t.endpoints("echo", echo_port),
+        t.routes("shop.example.com", t.rule("shop", t.backend("echo")), port=t.TLS_PORT),
+        t.routes("*.example.com", t.rule("any", t.backend("echo")), port=t.TLS_PORT),
+        store,
+    ]
+
+
+STORE = TlsStore(
+    t.TLS_PORT,
+    (cert("shop.example.com", source="ns/shop"), cert("*.example.com", source="ns/wild")),
+    default_source="ns/wild",
+)
+
+
+@pytest.mark.parametrize(
+    ("sni", "host", "status"),
+    [
+        pytest.param("shop.example.com", "shop.example.com", 200, id="exact-certificate"),
+        pytest.param("blog.example.com", "blog.example.com", 200, id="wildcard-certificate"),
+        pytest.param("shop.example.com", "blog.example.com", 421, id="host-outside-sni-listener-421"),
+    ],
+)
+async def test_sni_selects_the_certificate(sni: str, host: str, status: int) -> None:
+    async with EchoServer() as echo, t.running(resources(echo.port, STORE)) as plane:  # type: ignore[arg-type]
+        port = t.actual(plane, t.TLS_PORT)
+        async with t.client(port, client_context(), sni) as c:
+            peer = c.writer.get_extra_info("ssl_object")
+            assert peer.selected_alpn_protocol() == "http/1.1"
+            names = [v for k, v in peer.getpeercert()["subjectAltName"]]
+            assert names == [sni if status == 200 and sni.startswith("shop") else "*.example.com"] or names == [sni]
+            assert (await c.request("/", host)).status == status
+
+
+async def test_a_swap_rotates_the_certificate_without_rebinding() -> None:
+    async with EchoServer() as echo, t.running(resources(echo.port, STORE)) as plane:  # type: ignore[arg-type]
+        port = t.actual(plane, t.TLS_PORT)
+        rotated = cert("shop.example.com", source="ns/shop")
+        await plane.apply(resources(echo.port, TlsStore(t.TLS_PORT, (rotated,))))  # type: ignore[arg-type]
+        assert t.actual(plane, t.TLS_PORT) == port
+        async with t.client(port, client_context(), "shop.example.com") as c:
+            served = c.writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+            assert served == ssl.PEM_cert_to_DER_cert(rotated.certificate_chain_pem.decode().split("-----END CERTIFICATE-----")[0] + "-----END CERTIFICATE-----\n")
+            assert (await c.request("/", "shop.example.com")).status == 200
