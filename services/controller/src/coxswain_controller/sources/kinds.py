@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-TLS_SECRET_TYPE = "kubernetes.io/tls"
+TLS_SECRET_TYPE = "kubernetes.io/tls"  # noqa: S105 - a Secret type, not a password
 
 
 @dataclass(frozen=True, slots=True)

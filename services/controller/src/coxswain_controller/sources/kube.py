@@ -12,12 +12,13 @@ urllib3's exception zoo.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import urllib3
+import urllib3  # pants: no-infer-dep  (the kubernetes client's own transport: it comes with it)
 from kubernetes.client import ApiException
 
 __all__ = ["JSON", "KubeError", "Silent", "WatchStream", "open_watch", "request"]
@@ -149,10 +150,9 @@ class WatchStream:
         return event
 
     def abort(self) -> None:
-        try:
+        # Already read to the end, released or gone: then nothing is blocked on it.
+        with contextlib.suppress(ValueError, OSError, RuntimeError):
             self._raw.shutdown()
-        except (ValueError, OSError, RuntimeError):
-            pass  # already read to the end, released or gone: nothing is blocked on it
 
     def close(self) -> None:
         with self._lock:

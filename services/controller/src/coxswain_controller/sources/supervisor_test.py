@@ -40,7 +40,9 @@ async def test_initial_list_then_watch_updates_reach_the_cache(
 
     await asyncio.to_thread(core(client).create_namespaced_service, "default", service("d"))
     await asyncio.to_thread(core(client).delete_namespaced_service, "a", "default")
-    await until(sources, lambda s: {"b", "c", "d"} <= names(s, "Service") and "a" not in names(s, "Service"))
+    await until(
+        sources, lambda s: {"b", "c", "d"} <= names(s, "Service") and "a" not in names(s, "Service")
+    )
     stored = sources.cache.snapshot().of("Service")[("default", "b")]
     assert stored["apiVersion"] == "v1" and stored["kind"] == "Service"  # listed items typed too
     assert stored["spec"]["ports"][0]["port"] == 80  # camelCase JSON as served
@@ -133,10 +135,8 @@ async def test_ingress_only_until_the_gateway_api_is_installed_then_back(
     assert not kinds.GATEWAY_NAMES & sources.cache.snapshot().served
 
     for crd in crds.experimental():
-        await asyncio.to_thread(
-            kube.request, client, "POST", kinds.CRD.path, body=crd
-        )
-    await until(sources, lambda s: kinds.GATEWAY_NAMES <= s.served)
+        await asyncio.to_thread(kube.request, client, "POST", kinds.CRD.path, body=crd)
+    await until(sources, lambda s: s.served >= kinds.GATEWAY_NAMES)
     assert sources.reflectors["ReferenceGrant"].kind.version == "v1"  # preferred over v1beta1
     assert sources.reflectors["TLSRoute"].kind.version == "v1alpha2"
     api.apply([_route("r1")])

@@ -1,0 +1,1 @@
+"""Leader election over a coordination.k8s.io/v1 Lease (issue 6, item 5): see `election`."""

@@ -1,0 +1,92 @@
+"""The cache's bookkeeping on its own: what matters, when it is synced, what a snapshot sees.
+
+Plain events in, verdicts out; the reflectors that produce these events are covered against
+the emulated API server in supervisor_test.py.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from coxswain_controller.sources import backoff, cache, kinds
+
+SERVICE = kinds.CORE[0]
+ROUTE = kinds.gateway_kinds({"v1": frozenset({"httproutes"})})[0]
+
+
+def obj(name: str, rv: str = "1", **fields: Any) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "default", "resourceVersion": rv}
+    return {"metadata": meta, "spec": {"x": 1}, **fields}
+
+
+def listed(*events: cache.Event) -> cache.Cache:
+    store = cache.Cache()
+    for event in events:
+        store.handle(event)
+    return store
+
+
+def test_synced_waits_for_every_started_kind() -> None:
+    store = listed(cache.Started(SERVICE), cache.Started(ROUTE))
+    store.handle(cache.Listed(SERVICE, (), "5"))
+    assert not store.synced.is_set()
+    store.handle(cache.Listed(ROUTE, (), "6"))
+    assert store.synced.is_set()
+
+
+@pytest.mark.parametrize(
+    ("kind", "before", "after", "matters"),
+    [
+        pytest.param(
+            ROUTE, obj("r"), obj("r", "2", status={"a": 1}), False, id="route-status-only"
+        ),
+        pytest.param(SERVICE, obj("s"), obj("s", "2", status={"a": 1}), True, id="service-status"),
+        pytest.param(SERVICE, obj("s"), obj("s", "2"), False, id="resource-version-only"),
+        pytest.param(ROUTE, obj("r"), obj("r", "2", spec={"x": 2}), True, id="spec-change"),
+    ],
+)
+def test_what_matters(kind: kinds.Kind, before: Any, after: Any, matters: bool) -> None:
+    store = listed(cache.Started(kind), cache.Listed(kind, (before,), "1"))
+    assert store.handle(cache.Changed(kind, "MODIFIED", after, "2")) is matters
+    assert store.snapshot().of(kind.name)[("default", after["metadata"]["name"])] is after
+
+
+def test_a_relist_that_changes_nothing_does_not_matter() -> None:
+    store = listed(cache.Started(SERVICE), cache.Listed(SERVICE, (obj("a"),), "1"))
+    assert not store.handle(cache.Listed(SERVICE, (obj("a", "9"),), "9"))
+    assert store.handle(cache.Listed(SERVICE, (), "10"))
+
+
+def test_a_snapshot_does_not_see_later_events() -> None:
+    store = listed(cache.Started(SERVICE), cache.Listed(SERVICE, (obj("a"),), "1"))
+    before = store.snapshot()
+    store.handle(cache.Changed(SERVICE, "ADDED", obj("b"), "2"))
+    store.handle(cache.Changed(SERVICE, "DELETED", obj("a"), "3"))
+    assert set(before.of("Service")) == {("default", "a")}
+    assert set(store.snapshot().of("Service")) == {("default", "b")}
+
+
+def test_stopping_a_kind_clears_it() -> None:
+    store = listed(cache.Started(ROUTE), cache.Listed(ROUTE, (obj("r"),), "1"))
+    assert store.handle(cache.Stopped(ROUTE))
+    assert "HTTPRoute" not in store.snapshot().served
+    assert not store.snapshot().of("HTTPRoute")
+
+
+def test_backoff_grows_to_its_ceiling_with_jitter_and_resets() -> None:
+    delays = backoff.Backoff(backoff.Policy(initial=1.0, ceiling=8.0), rng=random.Random(7))
+    waits = [delays.next() for _ in range(6)]
+    assert 0.5 <= waits[0] <= 1.0
+    assert all(4.0 <= w <= 8.0 for w in waits[3:])
+    delays.reset()
+    assert delays.next() <= 1.0
+
+
+def test_reference_grant_prefers_v1_and_stream_routes_need_v1alpha2() -> None:
+    served = {"v1beta1": frozenset({"referencegrants"}), "v1": frozenset({"referencegrants"})}
+    (grant,) = kinds.gateway_kinds(served)
+    assert grant.version == "v1"
+    assert kinds.gateway_kinds({"v1": frozenset({"tlsroutes"})}) == ()
