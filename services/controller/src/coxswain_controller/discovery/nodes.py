@@ -34,6 +34,15 @@ class Node:
 class NodeRegistry:
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
+        self._listeners: list[Callable[[], None]] = []
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` whenever a node connects, leaves, acks or reports binds."""
+        self._listeners.append(listener)
+
+    def changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
 
     def register(self, node: Node) -> None:
         """Add `node`; a live stream with its id and identity is closed (a reconnect)."""
@@ -45,10 +54,12 @@ class NodeRegistry:
                 )
             live.close("superseded by a new stream from the same node")
         self._nodes[node.node_id] = node
+        self.changed()
 
     def unregister(self, node: Node) -> None:
         if self._nodes.get(node.node_id) is node:
             del self._nodes[node.node_id]
+            self.changed()
 
     def get(self, node_id: str) -> Node | None:
         return self._nodes.get(node_id)

@@ -216,6 +216,7 @@ class DiscoveryService:
             event = await events.get()
             if isinstance(event, pb.ProxyMessage):
                 _handle(event, session, node)
+                self._nodes.changed()
             elif event == _EOF:
                 return
             elif event == _DEMOTED:

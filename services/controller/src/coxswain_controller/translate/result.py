@@ -45,14 +45,18 @@ class Condition:
     status: bool
     reason: Reason
     message: str = ""
+    # Set only where a condition reports an older generation than the object's: Programmed
+    # "stays one behind the current generation" until bind + ack (spec 000).
+    observed_generation: int | None = None
 
     def to_api(self, generation: int) -> dict[str, Any]:
+        observed = generation if self.observed_generation is None else self.observed_generation
         return {
             "type": self.type.value,
             "status": "True" if self.status else "False",
             "reason": self.reason.value,
             "message": self.message,
-            "observedGeneration": generation,
+            "observedGeneration": observed,
         }
 
 

@@ -1,0 +1,148 @@
+"""Publishing: cache changes → one debounced translation → snapshots, status and Events.
+
+Where it sits: the sources call `changed()` for every event that matters; `run()` waits for a
+quiet moment (a trailing DEBOUNCE with at most MAX_DELAY since the first change, so a burst
+becomes one publish), translates the cache's current view in a worker thread (it is pure and
+CPU-bound, and the event loop must keep serving streams), publishes every scope, and stamps each
+Gateway with the publish sequence at which its current generation first appeared (spec 000).
+The leader then hands the verdicts, Programmed gated on bind + ack, to the status writer; a
+standby publishes too, so it serves at once when it takes over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from coxswain_controller.discovery.leadership import Leadership
+from coxswain_controller.discovery.nodes import NodeRegistry
+from coxswain_controller.discovery.registry import SnapshotRegistry
+from coxswain_controller.status.events import EventRecorder
+from coxswain_controller.status.gate import ProgrammedGate
+from coxswain_controller.status.writer import StatusWriter
+from coxswain_controller.translate import Inputs, Options, TranslateResult, translate
+from coxswain_controller.translate.result import GatewayVerdict, Verdict
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Publisher"]
+
+DEBOUNCE = 0.02
+MAX_DELAY = 0.5
+
+TRANSLATIONS = Histogram("coxswain_controller_translate_seconds", "Time to translate the cache.")
+PUBLISHES = Counter("coxswain_controller_publishes_total", "Translation passes published.")
+SEQ = Gauge("coxswain_controller_publish_seq", "The latest publish sequence number.")
+
+
+class Publisher:
+    def __init__(
+        self,
+        *,
+        inputs: Callable[[], Inputs],
+        registry: SnapshotRegistry,
+        nodes: NodeRegistry,
+        leadership: Leadership,
+        options: Options,
+        writer: StatusWriter | None = None,
+        events: EventRecorder | None = None,
+        debounce: float = DEBOUNCE,
+        max_delay: float = MAX_DELAY,
+    ) -> None:
+        self._inputs = inputs
+        self._registry = registry
+        self._nodes = nodes
+        self._leadership = leadership
+        self._options = options
+        self._writer = writer
+        self._events = events
+        self._debounce = debounce
+        self._max_delay = max_delay
+        self._gate = ProgrammedGate()
+        self._stamps: dict[tuple[str, str], tuple[int, int]] = {}  # Gateway -> (generation, seq)
+        self._changed = asyncio.Event()
+        self.result: TranslateResult | None = None
+        self.published = asyncio.Event()  # set after the first publish
+        nodes.subscribe(self.regate)
+        leadership.subscribe(self._on_leadership)
+
+    def changed(self) -> None:
+        self._changed.set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._changed.wait()
+            first = loop.time()
+            while True:  # wait for a quiet DEBOUNCE, but no longer than MAX_DELAY in all
+                self._changed.clear()
+                remaining = self._max_delay - (loop.time() - first)
+                if remaining <= 0:
+                    break
+                try:
+                    await asyncio.wait_for(self._changed.wait(), min(self._debounce, remaining))
+                except TimeoutError:
+                    break
+            await self.rebuild()
+
+    async def rebuild(self) -> None:
+        inputs = self._inputs()
+        with TRANSLATIONS.time():
+            result = await asyncio.to_thread(translate, inputs, self._options)
+        self._registry.set_gateway_identities(result.gateway_identities)
+        seq = self._registry.publish(result.snapshots)
+        SEQ.set(seq)
+        PUBLISHES.inc()
+        for verdict in result.verdicts:
+            if isinstance(verdict, GatewayVerdict):
+                key = (verdict.ref.namespace, verdict.ref.name)
+                if self._stamps.get(key, (None, 0))[0] != verdict.generation:
+                    self._stamps[key] = (verdict.generation, seq)
+        self.result = result
+        self.published.set()
+        await self._write(result)
+
+    def regate(self) -> None:
+        """A proxy acked, bound or left: Gateways waiting on it may now be Programmed."""
+        if self.result is not None and self._writer is not None and self._leadership.is_leader:
+            self._writer.submit(self._gated(self.result))
+
+    async def _write(self, result: TranslateResult) -> None:
+        if not self._leadership.is_leader:
+            return
+        if self._writer is not None:
+            self._writer.submit(self._gated(result))
+        if self._events is not None:
+            await self._events.record(result.events)
+
+    def _gated(self, result: TranslateResult) -> list[Verdict]:
+        gated: list[Verdict] = []
+        for verdict in result.verdicts:
+            if isinstance(verdict, GatewayVerdict):
+                verdict = self._gate.gate(
+                    verdict,
+                    binds=_binds(result, verdict),
+                    stamp_seq=self._stamps.get((verdict.ref.namespace, verdict.ref.name), (0, 0))[
+                        1
+                    ],
+                    nodes=self._nodes.in_scope(verdict.scope),
+                )
+            gated.append(verdict)
+        return gated
+
+    def _on_leadership(self, leader: bool) -> None:
+        if leader and self._events is not None:
+            self._events.new_term()
+        if leader:
+            self.changed()
+
+
+def _binds(result: TranslateResult, verdict: GatewayVerdict) -> set[tuple[int, str]]:
+    key = f"listeners/{verdict.ref.namespace}/{verdict.ref.name}"
+    for resource in result.snapshots.get(verdict.scope, ()):
+        if resource.key == key:
+            return {(x.bind_port, x.protocol.value) for x in getattr(resource, "listeners", ())}
+    return set()

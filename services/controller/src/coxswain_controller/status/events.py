@@ -1,0 +1,93 @@
+"""Warning (and Normal) Events on the objects translation had something to say about.
+
+Spec 003 "Events": "An Event is published when the problem first appears, and again when the
+replica publishing it takes over leadership, not on every resync". So this remembers what it
+published in the current leadership term; `new_term()` forgets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from kubernetes.client import ApiClient, CoreV1Api
+from kubernetes.client.exceptions import ApiException
+
+from coxswain_controller.translate.result import Event
+
+log = logging.getLogger(__name__)
+
+__all__ = ["EventRecorder"]
+
+API_VERSIONS = {
+    "GatewayClass": "gateway.networking.k8s.io/v1",
+    "Gateway": "gateway.networking.k8s.io/v1",
+    "HTTPRoute": "gateway.networking.k8s.io/v1",
+    "Ingress": "networking.k8s.io/v1",
+}
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        confirm_leader: Callable[[], Awaitable[bool]],
+        component: str = "coxswain-controller",
+    ) -> None:
+        self._api = CoreV1Api(api_client)
+        self._confirm = confirm_leader
+        self._component = component
+        self._published: set[tuple[object, str, str]] = set()
+
+    def new_term(self) -> None:
+        self._published.clear()
+
+    async def record(self, events: Iterable[Event]) -> int:
+        """Publish the events not yet published this term; returns how many were created."""
+        created = 0
+        for event in events:
+            key = (event.ref, event.reason, event.message)
+            if key in self._published:
+                continue
+            if not await self._confirm():
+                return created
+            try:
+                await asyncio.to_thread(self._create, event)
+            except ApiException as err:
+                log.warning(
+                    "event not recorded",
+                    extra={"fields": {"object": str(event.ref), "status": err.status}},
+                )
+                continue
+            self._published.add(key)
+            created += 1
+        return created
+
+    def _create(self, event: Event) -> None:
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        namespace = event.ref.namespace or "default"
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{event.ref.name}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": API_VERSIONS.get(event.ref.kind, ""),
+                "kind": event.ref.kind,
+                "namespace": event.ref.namespace,
+                "name": event.ref.name,
+                "uid": event.uid,
+            },
+            "reason": event.reason,
+            "message": event.message[:1024],
+            "type": event.type,
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self._api.create_namespaced_event(namespace, body)

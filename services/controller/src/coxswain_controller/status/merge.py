@@ -1,0 +1,103 @@
+"""Merging a verdict onto a live object's status, keeping what is not ours.
+
+Spec 003 "Status": "Conditions of other types and other controllers' entries are kept, and an
+object whose status already says what the pass concluded is not written at all". A condition
+keeps its lastTransitionTime while its status stays the same (Kubernetes API conventions).
+Pure: live status and verdict fragment in, the status to write (or None: nothing to do) out.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["merge_status"]
+
+Status = dict[str, Any]
+
+
+def _merge_conditions(
+    live: Sequence[Mapping[str, Any]], ours: Sequence[Mapping[str, Any]], now: str
+) -> list[dict[str, Any]]:
+    previous = {c.get("type"): c for c in live}
+    ours_types = {c["type"] for c in ours}
+    merged = [dict(c) for c in live if c.get("type") not in ours_types]  # foreign types kept
+    for condition in ours:
+        old = previous.get(condition["type"])
+        stamp = (
+            old.get("lastTransitionTime")
+            if old and old.get("status") == condition["status"]
+            else None
+        )
+        merged.append({**condition, "lastTransitionTime": stamp or now})
+    return merged
+
+
+def _listeners(
+    live: Sequence[Mapping[str, Any]], ours: Sequence[Mapping[str, Any]], now: str
+) -> list[dict[str, Any]]:
+    previous = {x.get("name"): x for x in live}
+    return [
+        {
+            **x,
+            "conditions": _merge_conditions(
+                (previous.get(x["name"]) or {}).get("conditions") or [], x["conditions"], now
+            ),
+        }
+        for x in ours
+    ]
+
+
+def _parents(
+    live: Sequence[Mapping[str, Any]], ours: Sequence[Mapping[str, Any]], controller: str, now: str
+) -> list[dict[str, Any]]:
+    foreign = [dict(p) for p in live if p.get("controllerName") != controller]
+    mine = {
+        _ref_key(p.get("parentRef") or {}): p for p in live if p.get("controllerName") == controller
+    }
+    merged = []
+    for entry in ours:
+        old = mine.get(_ref_key(entry["parentRef"])) or {}
+        merged.append(
+            {
+                **entry,
+                "conditions": _merge_conditions(
+                    old.get("conditions") or [], entry["conditions"], now
+                ),
+            }
+        )
+    return foreign + merged
+
+
+def _ref_key(ref: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(ref.get(k) for k in ("group", "kind", "namespace", "name", "sectionName", "port"))
+
+
+def _without_times(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_times(v) for k, v in value.items() if k != "lastTransitionTime"}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def merge_status(
+    live: Mapping[str, Any] | None, fragment: Mapping[str, Any], *, controller: str, now: str
+) -> Status | None:
+    """The status to write, or None when the live status already says it."""
+    current: Status = copy.deepcopy(dict(live or {}))
+    merged = copy.deepcopy(current)
+    if "conditions" in fragment:
+        merged["conditions"] = _merge_conditions(
+            current.get("conditions") or [], fragment["conditions"], now
+        )
+    if "listeners" in fragment:
+        merged["listeners"] = _listeners(current.get("listeners") or [], fragment["listeners"], now)
+    if "parents" in fragment:
+        merged["parents"] = _parents(
+            current.get("parents") or [], fragment["parents"], controller, now
+        )
+    if _without_times(merged) == _without_times(current):
+        return None
+    return merged

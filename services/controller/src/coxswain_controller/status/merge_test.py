@@ -1,0 +1,121 @@
+"""Merging verdicts onto live status: what is kept, what is replaced, when nothing is written.
+
+Covers foreign condition types kept, other controllers' parents entries kept, our stale parents
+entries dropped, lastTransitionTime kept while a condition's status holds, and "no write" when
+the live status already says what the verdict says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coxswain_controller.status.merge import merge_status
+
+ME = "coxswain-labs.dev/gateway-controller"
+
+
+def cond(kind: str, status: str, reason: str, *, gen: int = 1, at: str = "t0") -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": "",
+        "observedGeneration": gen,
+        "lastTransitionTime": at,
+    }
+
+
+def ours(kind: str, status: str, reason: str, gen: int = 1) -> dict[str, Any]:
+    c = cond(kind, status, reason, gen=gen)
+    del c["lastTransitionTime"]
+    return c
+
+
+def test_foreign_condition_types_are_kept() -> None:
+    live = {
+        "conditions": [
+            cond("Accepted", "False", "Pending"),
+            cond("example.com/Healthy", "True", "Fine"),
+        ]
+    }
+    merged = merge_status(
+        live, {"conditions": [ours("Accepted", "True", "Accepted")]}, controller=ME, now="t1"
+    )
+    assert merged is not None
+    types = {c["type"]: c for c in merged["conditions"]}
+    assert types["example.com/Healthy"]["reason"] == "Fine"
+    assert types["Accepted"]["status"] == "True" and types["Accepted"]["lastTransitionTime"] == "t1"
+
+
+def test_last_transition_time_is_kept_while_the_status_holds() -> None:
+    live = {"conditions": [cond("Accepted", "True", "Accepted", gen=1, at="t0")]}
+    merged = merge_status(
+        live, {"conditions": [ours("Accepted", "True", "Accepted", gen=2)]}, controller=ME, now="t1"
+    )
+    assert merged is not None
+    assert merged["conditions"][0]["lastTransitionTime"] == "t0"
+    assert merged["conditions"][0]["observedGeneration"] == 2
+
+
+def test_nothing_to_write_when_the_status_already_says_it() -> None:
+    live = {"conditions": [cond("Accepted", "True", "Accepted", at="t0")]}
+    assert (
+        merge_status(
+            live, {"conditions": [ours("Accepted", "True", "Accepted")]}, controller=ME, now="t9"
+        )
+        is None
+    )
+
+
+def test_other_controllers_parents_are_kept_and_ours_replaced() -> None:
+    theirs = {
+        "parentRef": {"name": "other-gw"},
+        "controllerName": "example.com/other",
+        "conditions": [cond("Accepted", "True", "Accepted")],
+    }
+    stale = {
+        "parentRef": {"name": "gone"},
+        "controllerName": ME,
+        "conditions": [cond("Accepted", "True", "Accepted")],
+    }
+    live = {"parents": [theirs, stale]}
+    fragment = {
+        "parents": [
+            {
+                "parentRef": {"name": "gw"},
+                "controllerName": ME,
+                "conditions": [ours("Accepted", "True", "Accepted")],
+            }
+        ]
+    }
+    merged = merge_status(live, fragment, controller=ME, now="t1")
+    assert merged is not None
+    assert [p["parentRef"]["name"] for p in merged["parents"]] == ["other-gw", "gw"]
+    assert merged["parents"][0] == theirs
+
+
+def test_listener_conditions_keep_their_transition_times() -> None:
+    live = {
+        "listeners": [
+            {
+                "name": "http",
+                "attachedRoutes": 1,
+                "supportedKinds": [],
+                "conditions": [cond("Accepted", "True", "Accepted", at="t0")],
+            }
+        ]
+    }
+    fragment = {
+        "listeners": [
+            {
+                "name": "http",
+                "attachedRoutes": 2,
+                "supportedKinds": [],
+                "conditions": [ours("Accepted", "True", "Accepted")],
+            }
+        ]
+    }
+    merged = merge_status(live, fragment, controller=ME, now="t1")
+    assert merged is not None
+    assert merged["listeners"][0]["attachedRoutes"] == 2
+    assert merged["listeners"][0]["conditions"][0]["lastTransitionTime"] == "t0"

@@ -1,0 +1,167 @@
+"""Writing verdicts to the API server: leader only, skip when equal, retry on conflict.
+
+Where it sits: after each publish, the controller submits the pass's verdicts (with Programmed
+gated); this writer keeps the latest verdict per object and works through them on its own task,
+so status writing never delays a publish. Each write: get the object, check it is still the
+generation (and uid) that was translated, merge, skip if nothing changes, confirm leadership
+(spec 001: "a demoted leader re-checks its leadership immediately before every status patch"),
+replace the status subresource with the object's resourceVersion; a 409 re-reads and retries.
+The `kubernetes` client blocks, so every call runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client import ApiClient, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import Counter
+
+from coxswain_controller.status.merge import merge_status
+from coxswain_controller.translate.render import status_fragment
+from coxswain_controller.translate.result import ObjectRef, Verdict
+
+log = logging.getLogger(__name__)
+
+__all__ = ["StatusWriter", "WriteResult"]
+
+GROUP, VERSION = "gateway.networking.k8s.io", "v1"
+PLURALS = {"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute": "httproutes"}
+CONFLICT_RETRIES = 5
+
+WRITES = Counter(
+    "coxswain_status_writes_total", "Status writes, by kind and result.", ["kind", "result"]
+)
+FAILURES = Counter(
+    "coxswain_status_write_failures_total",
+    "Status writes the API server refused, by kind.",
+    ["kind"],
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    ref: ObjectRef
+    result: str  # written, unchanged, stale, gone, not-leader, failed
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatusWriter:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        controller_name: str,
+        confirm_leader: Callable[[], Awaitable[bool]],
+        clock: Callable[[], str] = _now,
+    ) -> None:
+        self._api = CustomObjectsApi(api_client)
+        self._controller = controller_name
+        self._confirm = confirm_leader
+        self._clock = clock
+        self._pending: dict[ObjectRef, Verdict] = {}
+        self._wake = asyncio.Event()
+        self.idle = asyncio.Event()  # set while nothing is pending (tests wait on it)
+        self.idle.set()
+
+    def submit(self, verdicts: Iterable[Verdict]) -> None:
+        """Queue the latest verdict for each object; older queued verdicts are replaced."""
+        for verdict in verdicts:
+            if verdict.ref.kind in PLURALS:
+                self._pending[verdict.ref] = verdict
+        if self._pending:
+            self.idle.clear()
+            self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                ref, verdict = next(iter(self._pending.items()))
+                del self._pending[ref]
+                outcome = await self.write(verdict)
+                if outcome.result == "failed":
+                    self._pending.setdefault(ref, verdict)  # retried on the next pass
+                    break
+            if not self._pending:
+                self.idle.set()
+
+    async def write(self, verdict: Verdict) -> WriteResult:
+        kind = verdict.ref.kind
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                result = await self._attempt(verdict)
+            except ApiException as err:
+                if err.status == 409:
+                    continue
+                FAILURES.labels(kind=kind).inc()
+                log.warning(
+                    "status write failed",
+                    extra={
+                        "fields": {
+                            "object": str(verdict.ref),
+                            "status": err.status,
+                            "reason": err.reason,
+                        }
+                    },
+                )
+                result = "failed"
+            WRITES.labels(kind=kind, result=result).inc()
+            return WriteResult(verdict.ref, result)
+        FAILURES.labels(kind=kind).inc()
+        WRITES.labels(kind=kind, result="failed").inc()
+        return WriteResult(verdict.ref, "failed")
+
+    async def _attempt(self, verdict: Verdict) -> str:
+        try:
+            live: dict[str, Any] = await asyncio.to_thread(self._get, verdict.ref)
+        except ApiException as err:
+            if err.status == 404:
+                return "gone"
+            raise
+        metadata = live.get("metadata") or {}
+        # Spec 003: "a verdict is written only onto that generation of that object".
+        if metadata.get("generation") != verdict.generation or (
+            verdict.uid and metadata.get("uid") != verdict.uid
+        ):
+            return "stale"
+        fragment = status_fragment(verdict, self._controller)
+        merged = merge_status(
+            live.get("status"), fragment, controller=self._controller, now=self._clock()
+        )
+        if merged is None:
+            return "unchanged"
+        if not await self._confirm():
+            return "not-leader"
+        live["status"] = merged
+        await asyncio.to_thread(self._replace, verdict.ref, live)
+        return "written"
+
+    def _get(self, ref: ObjectRef) -> dict[str, Any]:
+        plural = PLURALS[ref.kind]
+        obj: Any
+        if ref.namespace:
+            obj = self._api.get_namespaced_custom_object(
+                GROUP, VERSION, ref.namespace, plural, ref.name
+            )
+        else:
+            obj = self._api.get_cluster_custom_object(GROUP, VERSION, plural, ref.name)
+        return dict(obj)
+
+    def _replace(self, ref: ObjectRef, body: dict[str, Any]) -> None:
+        plural = PLURALS[ref.kind]
+        if ref.namespace:
+            self._api.replace_namespaced_custom_object_status(
+                GROUP, VERSION, ref.namespace, plural, ref.name, body
+            )
+        else:
+            self._api.replace_cluster_custom_object_status(GROUP, VERSION, plural, ref.name, body)
