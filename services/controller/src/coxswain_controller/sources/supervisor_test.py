@@ -2,14 +2,15 @@
 
 Covers: list then watch into the cache, paged lists, 410 recovery by relisting (server restart),
 reconnect after a closed watch, backoff through failing requests, bookmarks, the Secret type
-filter, and Ingress-only mode entered and left as the Gateway API CRDs come and go.
-Leaves out: silence detection (it needs a server that stops talking mid-stream without closing;
-the read timeout that implements it is urllib3's) and the debounce, which is the publisher's.
+filter, Ingress-only mode entered and left as the Gateway API CRDs come and go,
+reconnecting a silent stream, and what a status write to a route means to the cache. Leaves out
+the debounce, which is the publisher's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import kubernetes
@@ -86,7 +87,7 @@ async def test_a_watch_older_than_the_window_relists(
 async def test_a_closed_watch_reconnects_without_relisting(
     api: ApiServer, client: Any, sources: supervisor.Sources
 ) -> None:
-    await bounded(sources.cache.synced.wait())
+    await all_watching(api, sources)
     closed, expired = restarts("Service", "closed"), restarts("Service", "expired")
     api.faults.close_watches()
     await until(sources, lambda _: restarts("Service", "closed") > closed)
@@ -95,16 +96,39 @@ async def test_a_closed_watch_reconnects_without_relisting(
     assert restarts("Service", "expired") == expired
 
 
+async def test_a_silent_watch_is_reopened(api: ApiServer, client: Any) -> None:
+    # Real time is unavoidable here (a socket read timeout): keep it short.
+    settings = dataclasses.replace(FAST, silence_seconds=0.3)
+    running = supervisor.Sources(client, settings=settings)
+    running.start()
+    try:
+        await all_watching(api, running)
+        before = restarts("Service", "silence")
+        api.faults.pause()  # open streams stay open but carry nothing, not even BOOKMARKs
+        # Every reflector gave up on its silent stream and is asking for a new one.
+        await bounded(api.faults.wait_held(len(running.reflectors)))
+        assert restarts("Service", "silence") > before
+        api.faults.resume()
+        api.apply([service("after-silence")])
+        await until(running, lambda s: "after-silence" in names(s, "Service"))
+    finally:
+        await running.stop()
+
+
 async def test_failing_requests_back_off_and_recover(api: ApiServer, client: Any) -> None:
-    api.faults.fail_next(25)  # the probe and the first lists fail; every caller retries
+    api.faults.fail_next(5)  # the probe fails first: it retries too
     running = supervisor.Sources(client, settings=FAST)
     running.start()
     try:
         await bounded(running.cache.synced.wait())
+        before = sum(restarts(k.name, "error") for k in kinds.CORE)
+        api.faults.fail_next(20)  # more than one failure for some reflector's reconnect
+        api.faults.close_watches()
+        await until(running, lambda _: sum(restarts(k.name, "error") for k in kinds.CORE) > before)
+        api.apply([service("after-errors")])
+        await until(running, lambda s: "after-errors" in names(s, "Service"))
     finally:
         await running.stop()
-    errors = sum(restarts(k.name, "error") for k in kinds.CORE)
-    assert errors > 0
 
 
 async def test_bookmarks_advance_the_resource_version(
@@ -183,6 +207,14 @@ async def test_route_status_writes_do_not_matter(
     await until(sources, lambda _: int(sources.cache.resource_version("HTTPRoute")) >= version)
     assert not sources.cache.changed.is_set()
     assert sources.cache.snapshot().of("HTTPRoute")[("default", "r1")]["status"] == body["status"]
+
+
+async def all_watching(api: ApiServer, sources: supervisor.Sources) -> None:
+    """Wait until every kind is listed and its watch open: each carried a change past a marker."""
+    await bounded(sources.cache.synced.wait())
+    (marker,) = api.apply([service("marker", "kube-public")])
+    version = int(marker["metadata"]["resourceVersion"])
+    await until(sources, lambda s: all(_seen(sources, k, version) for k in s.served))
 
 
 def _seen(sources: supervisor.Sources, kind: str, version: int) -> bool:
