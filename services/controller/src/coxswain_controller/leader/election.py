@@ -209,16 +209,29 @@ class Elector:
             raise
 
     async def _write(self, current: kube.JSON | None, spec: lease.LeaseSpec) -> None:
-        """Create the Lease, or replace it guarded by the resourceVersion we read (409 if stale)."""
+        """Create the Lease, or patch it guarded by the resourceVersion we read (409 if stale).
+
+        A merge patch, not an update: spec 000 grants the controller get, create and patch on
+        Leases. Carrying the resourceVersion makes the API server refuse a stale patch.
+        """
         settings = self._settings
-        metadata = {"name": settings.name, "namespace": settings.namespace}
-        if current is not None:
-            metadata = current["metadata"]
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata}
-        body["spec"] = spec
-        method, path = (
-            ("PUT", settings.path) if current else ("POST", settings.path.rsplit("/", 1)[0])
-        )
+        if current is None:
+            metadata = {"name": settings.name, "namespace": settings.namespace}
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata}
+            collection = settings.path.rsplit("/", 1)[0]
+            await self._request("POST", collection, {**body, "spec": spec}, "application/json")
+            return
+        version = current["metadata"]["resourceVersion"]
+        body = {"metadata": {"resourceVersion": version}, "spec": spec}
+        await self._request("PATCH", settings.path, body, kube.MERGE_PATCH)
+
+    async def _request(self, method: str, path: str, body: kube.JSON, content_type: str) -> None:
         await asyncio.to_thread(
-            kube.request, self._client, method, path, body=body, timeout=self._timeout
+            kube.request,
+            self._client,
+            method,
+            path,
+            body=body,
+            content_type=content_type,
+            timeout=self._timeout,
         )

@@ -1,8 +1,9 @@
 """Leader election between real electors over the emulated API server's Lease.
 
-Covers: one leader and one standby, takeover after a silent leader's lease expires (and not
-before), fast takeover after a clean release, stepping down when renewals fail past the
-deadline, `confirm()` after the Lease was taken, and the leader label on the Pod.
+Covers: one leader and one standby, one leader out of a race for a new Lease, takeover after
+a silent leader's lease expires (and not before), fast takeover after a clean release, stepping
+down when renewals fail past the deadline, `confirm()` after the Lease was taken, and the
+leader label on the Pod.
 Time is a `ManualTime` the test advances round by round; nothing waits out a lease.
 """
 
@@ -123,3 +124,14 @@ def _pod(name: str) -> dict[str, Any]:
         },
         "spec": {"containers": [{"name": "controller", "image": "coxswain"}]},
     }
+
+
+async def test_two_electors_racing_for_a_free_lease_elect_one(
+    client: Any, clock: ManualTime, elect: Elect
+) -> None:
+    electors = [elect(name) for name in ("a", "b", "c")]
+    await clock.sleeping(3)
+    clock.advance(5)  # a second round: each renews or looks again, none steals
+    await clock.sleeping(3)
+    leaders = [name for name, (_, leads) in zip("abc", electors, strict=True) if leads.is_leader]
+    assert leaders == [(await read_lease(client))["holderIdentity"]]
