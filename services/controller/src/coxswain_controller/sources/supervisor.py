@@ -44,6 +44,7 @@ class Sources:
         self._reflectors: dict[str, tuple[reflector.Reflector, asyncio.Task[None]]] = {}
         self._reprobe = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
+        self._stopped: set[asyncio.Task[None]] = set()  # cancelled reflectors, still unwinding
         self.gateway_api_served = False
         self._probed = False
 
@@ -61,9 +62,10 @@ class Sources:
 
     async def stop(self) -> None:
         await tasks.cancel(*self._tasks)
-        await tasks.cancel(*(task for _, task in self._reflectors.values()))
+        await tasks.cancel(*(task for _, task in self._reflectors.values()), *self._stopped)
         self._reflectors.clear()
-        await asyncio.to_thread(self._executor.shutdown, wait=True, cancel_futures=True)
+        # Not cancel_futures: the queued work is the cancelled reflectors closing their streams.
+        await asyncio.to_thread(self._executor.shutdown, wait=True)
 
     async def _consume(self) -> None:
         while True:
@@ -134,6 +136,8 @@ class Sources:
         watcher, task = self._reflectors.pop(name)
         # Cancelled before its next step, the reflector emits nothing more: Stopped comes last.
         task.cancel()
+        self._stopped.add(task)
+        task.add_done_callback(self._stopped.discard)
         self._queue.put_nowait(cache.Stopped(watcher.kind))
         log.info("watch stopped", extra={"fields": {"kind": name}})
 
