@@ -95,6 +95,16 @@ class ServiceProcess:
             self._reader.join(grace)
         return proc.returncode
 
+    def kill(self) -> int:
+        """SIGKILL, as a crash would: nothing gets to clean up (failover tests)."""
+        proc = self._running()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if self._reader is not None:
+            self._reader.join()
+        return proc.returncode
+
     def log_text(self) -> str:
         return "\n".join(json.dumps(line) for line in self.lines)
 

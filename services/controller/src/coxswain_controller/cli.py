@@ -1,28 +1,28 @@
-"""`coxswain-controller`: the command line. `serve` runs the service until SIGTERM."""
+"""`coxswain-controller`: the command line.
+
+`serve` runs the controller until SIGTERM; `translate -f` runs translation offline and prints
+what it would serve and write.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import grpc.aio
 import uvloop
 import yaml
 
-from coxswain_controller import admin, logs
+from coxswain_controller import admin, logs, runtime
 from coxswain_controller._version import __version__
-from coxswain_controller.discovery import leadership, listener, nodes, registry, scopes
-from coxswain_controller.translate import goldens
+from coxswain_controller.translate import Options, goldens
 
 log = logging.getLogger("coxswain_controller")
-
-# Streams are told to go before the process exits; proxies reconnect to the next leader.
-DISCOVERY_GRACE_SECONDS = 2.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--admin-address", default="0.0.0.0", help="admin listen address")
     serve.add_argument("--admin-port", type=int, default=9090, help="admin port (0: any)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    _kubernetes_flags(serve)
+    _translation_flags(serve)
+    _election_flags(serve)
     _discovery_flags(serve)
     offline = commands.add_parser(
         "translate", help="translate manifests offline and print the compiled routing and status"
@@ -44,6 +47,72 @@ def _parser() -> argparse.ArgumentParser:
         "--update-goldens", type=Path, metavar="DIR", help="rewrite the golden cases under DIR"
     )
     return parser
+
+
+def _kubernetes_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("Kubernetes API (default: in-cluster configuration)")
+    group.add_argument("--kubeconfig", type=Path, help="a kubeconfig file")
+    group.add_argument("--api-server", help="the API server URL (no credentials: tests and demo)")
+
+
+def _translation_flags(serve: argparse.ArgumentParser) -> None:
+    defaults = Options()
+    group = serve.add_argument_group("translation")
+    group.add_argument(
+        "--controller-name", default=defaults.gateway_controller, help="GatewayClass controllerName"
+    )
+    group.add_argument(
+        "--ingress-controller-name",
+        default=defaults.ingress_controller,
+        help="IngressClass controller",
+    )
+    group.add_argument("--ingress-http-port", type=int, default=defaults.ingress_http_port)
+    group.add_argument("--ingress-https-port", type=int, default=defaults.ingress_https_port)
+
+
+def _election_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("leader election (a coordination.k8s.io Lease)")
+    group.add_argument(
+        "--leader-election", action=argparse.BooleanOptionalAction, default=True,
+        help="elect a leader over a Lease (--no-leader-election: this replica always leads)",
+    )  # fmt: skip
+    group.add_argument("--leader-election-namespace", default="coxswain-system")
+    group.add_argument("--lease-duration", type=float, default=15.0, help="seconds")
+    group.add_argument("--lease-renew-interval", type=float, default=5.0, help="seconds")
+    group.add_argument("--lease-renew-deadline", type=float, default=10.0, help="seconds")
+    group.add_argument(
+        "--pod-name", default=os.environ.get("POD_NAME") or runtime.default_pod_name()
+    )
+    group.add_argument(
+        "--pod-namespace", default=os.environ.get("POD_NAMESPACE", "coxswain-system")
+    )
+
+
+def _discovery_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("discovery (the mTLS stream proxies subscribe to)")
+    group.add_argument("--discovery-address", default="0.0.0.0", help="listen address")
+    group.add_argument("--discovery-port", type=int, default=50051, help="listen port (0: any)")
+    group.add_argument(
+        "--ca-secret", default="coxswain-system/coxswain-discovery-ca",
+        help="namespace/name of the discovery CA Secret (the identity service's)",
+    )  # fmt: skip
+    group.add_argument(
+        "--ca-cert-file",
+        type=Path,
+        help="the discovery CA certificate (PEM), instead of --ca-secret",
+    )
+    group.add_argument("--ca-key-file", type=Path, help="the discovery CA key (PEM)")
+    group.add_argument(
+        "--discovery-dns",
+        default="coxswain-controller-discovery.coxswain-system.svc,localhost",
+        help="comma-separated DNS names of the discovery serving certificate",
+    )
+    group.add_argument("--trust-domain", default="cluster.local", help="SPIFFE trust domain")
+    group.add_argument(
+        "--shared-proxy-identity",
+        default="coxswain-system/coxswain-proxy",
+        help="namespace/serviceaccount of the shared proxy pool (the only SharedPool subscriber)",
+    )
 
 
 def _translate_offline(args: argparse.Namespace) -> int:
@@ -64,58 +133,11 @@ def _translate_offline(args: argparse.Namespace) -> int:
     return 0
 
 
-def _discovery_flags(serve: argparse.ArgumentParser) -> None:
-    group = serve.add_argument_group("discovery (the mTLS stream proxies subscribe to)")
-    group.add_argument("--discovery-address", default="0.0.0.0", help="listen address")
-    group.add_argument("--discovery-port", type=int, default=50051, help="listen port (0: any)")
-    group.add_argument(
-        "--ca-cert-file", type=Path, help="the discovery CA certificate (PEM); SVIDs chain to it"
-    )
-    group.add_argument("--ca-key-file", type=Path, help="the discovery CA key (PEM)")
-    group.add_argument(
-        "--discovery-dns",
-        default="coxswain-controller-discovery.coxswain-system.svc,localhost",
-        help="comma-separated DNS names of the discovery serving certificate",
-    )
-    group.add_argument("--trust-domain", default="cluster.local", help="SPIFFE trust domain")
-    group.add_argument(
-        "--shared-proxy-identity",
-        default="coxswain-system/coxswain-proxy",
-        help="namespace/serviceaccount of the shared proxy pool (the only SharedPool subscriber)",
-    )
-
-
-async def _start_discovery(
-    args: argparse.Namespace, readiness: admin.Readiness
-) -> grpc.aio.Server | None:
-    if args.ca_cert_file is None or args.ca_key_file is None:
-        readiness.await_("discovery", "no discovery CA configured (--ca-cert-file, --ca-key-file)")
-        return None
-    namespace, _, service_account = args.shared_proxy_identity.partition("/")
-    settings = listener.DiscoverySettings(
-        address=args.discovery_address,
-        port=args.discovery_port,
-        ca_cert_file=args.ca_cert_file,
-        ca_key_file=args.ca_key_file,
-        dns_names=tuple(n for n in args.discovery_dns.split(",") if n),
-        trust_domain=args.trust_domain,
-        shared_proxy=scopes.Identity(namespace, service_account),
-    )
-    # Until leader election lands, a controller leads from the start: run one replica.
-    server, _ = await listener.start(
-        settings,
-        registry=registry.SnapshotRegistry(),
-        nodes=nodes.NodeRegistry(),
-        leadership=leadership.Leadership(leader=True),
-    )
-    return server
-
-
 async def serve(args: argparse.Namespace) -> None:
     readiness = admin.Readiness()
-    readiness.await_("snapshot", "caches not synced and no snapshot published yet")
     runner = await admin.start(args.admin_address, args.admin_port, readiness)
-    discovery = await _start_discovery(args, readiness)
+    running = runtime.Runtime(args, readiness)
+    await running.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -123,8 +145,7 @@ async def serve(args: argparse.Namespace) -> None:
     log.info("controller started", extra={"fields": {"version": __version__}})
     await stop.wait()
     log.info("stopping")
-    if discovery is not None:
-        await discovery.stop(DISCOVERY_GRACE_SECONDS)
+    await running.stop()
     await runner.cleanup()
     log.info("stopped")
 

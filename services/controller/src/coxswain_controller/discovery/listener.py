@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc.aio
 
@@ -38,8 +37,7 @@ _OPTIONS = [
 class DiscoverySettings:
     address: str
     port: int
-    ca_cert_file: Path
-    ca_key_file: Path
+    ca: CertificateAuthority
     dns_names: tuple[str, ...]
     trust_domain: str
     shared_proxy: Identity
@@ -52,9 +50,8 @@ async def start(
     nodes: NodeRegistry,
     leadership: Leadership,
 ) -> tuple[grpc.aio.Server, int]:
-    ca = CertificateAuthority(settings.ca_cert_file.read_bytes(), settings.ca_key_file.read_bytes())
     serving = mint_serving_certificate(
-        ca,
+        settings.ca,
         dns_names=settings.dns_names,
         spiffe_id=f"spiffe://{settings.trust_domain}/ns/coxswain-system/sa/coxswain-controller",
     )

@@ -1,0 +1,208 @@
+"""Everything `coxswain-controller serve` runs, started and stopped in the right order.
+
+sources (watches → cache) → publisher (debounced translate → registry) → discovery server;
+leader election decides who writes status and Events and who serves streams. Shutdown reverses
+it: discovery first (proxies move to the next leader), then the elector (releasing the Lease),
+then the watches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc.aio
+
+from coxswain_controller import admin, kubeclient
+from coxswain_controller.discovery import (
+    ca_secret,
+    credentials,
+    leadership,
+    listener,
+    nodes,
+    registry,
+    scopes,
+)
+from coxswain_controller.leader import election, pod
+from coxswain_controller.publish import Publisher
+from coxswain_controller.sources import supervisor
+from coxswain_controller.status.events import EventRecorder
+from coxswain_controller.status.writer import StatusWriter
+from coxswain_controller.translate import Inputs, Options
+from coxswain_controller.translate.inputs import KINDS
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Runtime"]
+
+DISCOVERY_GRACE_SECONDS = 2.0
+
+
+@dataclass
+class Runtime:
+    args: argparse.Namespace
+    readiness: admin.Readiness
+    leadership: leadership.Leadership = field(default_factory=leadership.Leadership)
+    registry: registry.SnapshotRegistry = field(default_factory=registry.SnapshotRegistry)
+    nodes: nodes.NodeRegistry = field(default_factory=nodes.NodeRegistry)
+    _client: Any = None
+    _sources: supervisor.Sources | None = None
+    _elector: election.Elector | None = None
+    _discovery: grpc.aio.Server | None = None
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def start(self) -> None:
+        args = self.args
+        self._client = kubeclient.api_client(api_server=args.api_server, kubeconfig=args.kubeconfig)
+        if self._client is None:
+            self.readiness.await_(
+                "kubernetes", "no Kubernetes API configured (--kubeconfig, --api-server)"
+            )
+            self.leadership.set(True)  # no Lease to elect over: a lone replica leads
+            await self._start_discovery(None)
+            return
+        self.readiness.await_("caches", "watch caches not synced yet")
+        self._sources = supervisor.Sources(self._client)
+        self._sources.start()
+        confirm = self._start_election()
+        publisher = Publisher(
+            inputs=self._inputs,
+            registry=self.registry,
+            nodes=self.nodes,
+            leadership=self.leadership,
+            options=_options(args),
+            writer=(
+                writer := StatusWriter(
+                    self._client, controller_name=args.controller_name, confirm_leader=confirm
+                )
+            ),
+            events=EventRecorder(self._client, confirm_leader=confirm),
+        )
+        self._spawn(writer.run(), "status-writer")
+        self._spawn(publisher.run(), "publisher")
+        self._spawn(self._feed(publisher), "cache-feed")
+        self._spawn(self._start_discovery(self._client), "discovery-start")
+
+    async def stop(self) -> None:
+        if self._discovery is not None:
+            await self._discovery.stop(DISCOVERY_GRACE_SECONDS)
+        if self._elector is not None:
+            await self._elector.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._sources is not None:
+            await self._sources.stop()
+        if self._client is not None:
+            await asyncio.to_thread(self._client.close)
+
+    def _inputs(self) -> Inputs:
+        assert self._sources is not None
+        snapshot = self._sources.cache.snapshot()
+        return Inputs({kind: snapshot.of(kind) for kind in KINDS})
+
+    def _start_election(self) -> Any:
+        args = self.args
+        if not args.leader_election:
+            self.leadership.set(True)
+
+            async def always() -> bool:
+                return True
+
+            return always
+        settings = election.ElectionSettings(
+            identity=args.pod_name,
+            namespace=args.leader_election_namespace,
+            lease_duration=args.lease_duration,
+            renew_interval=args.lease_renew_interval,
+            renew_deadline=args.lease_renew_deadline,
+            pod=pod.PodRef(args.pod_namespace, args.pod_name),
+        )
+        self._elector = election.Elector(self._client, self.leadership, settings)
+        self._elector.start()
+        return self._elector.confirm
+
+    async def _feed(self, publisher: Publisher) -> None:
+        """Every cache change that matters schedules a rebuild; readiness follows the first ones."""
+        assert self._sources is not None
+        cache = self._sources.cache
+        await cache.synced.wait()
+        self.readiness.satisfy("caches")
+        publisher.changed()
+        self._spawn(self._first_publish(publisher), "first-publish")
+        while True:
+            await cache.changed.wait()
+            cache.changed.clear()
+            publisher.changed()
+
+    async def _first_publish(self, publisher: Publisher) -> None:
+        await publisher.published.wait()
+        self.readiness.satisfy("snapshot")
+        log.info("first snapshot published", extra={"fields": {"seq": self.registry.seq}})
+
+    async def _start_discovery(self, client: Any) -> None:
+        args = self.args
+        if args.ca_cert_file is not None and args.ca_key_file is not None:
+            ca = credentials.CertificateAuthority(
+                args.ca_cert_file.read_bytes(), args.ca_key_file.read_bytes()
+            )
+        elif client is not None:
+            namespace, _, name = args.ca_secret.partition("/")
+            self.readiness.await_(
+                "discovery", f"waiting for the discovery CA Secret {args.ca_secret}"
+            )
+            ca = await ca_secret.wait_for_ca(client, namespace, name)
+        else:
+            self.readiness.await_(
+                "discovery",
+                "no discovery CA configured (--ca-secret or --ca-cert-file/--ca-key-file)",
+            )
+            return
+        ns, _, sa = args.shared_proxy_identity.partition("/")
+        settings = listener.DiscoverySettings(
+            address=args.discovery_address,
+            port=args.discovery_port,
+            ca=ca,
+            dns_names=tuple(n for n in args.discovery_dns.split(",") if n),
+            trust_domain=args.trust_domain,
+            shared_proxy=scopes.Identity(ns, sa),
+        )
+        self._discovery, _ = await listener.start(
+            settings, registry=self.registry, nodes=self.nodes, leadership=self.leadership
+        )
+        self.readiness.satisfy("discovery")
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        task.add_done_callback(_report)
+        self._tasks.append(task)
+
+
+def _report(task: asyncio.Task[None]) -> None:
+    if task.cancelled() or task.exception() is None:
+        return
+    log.error(
+        "background task crashed",
+        exc_info=task.exception(),
+        extra={"fields": {"task": task.get_name()}},
+    )
+
+
+def _options(args: argparse.Namespace) -> Options:
+    return Options(
+        gateway_controller=args.controller_name,
+        ingress_controller=args.ingress_controller_name,
+        ingress_http_port=args.ingress_http_port,
+        ingress_https_port=args.ingress_https_port,
+    )
+
+
+def default_pod_name() -> str:
+    return socket.gethostname()
