@@ -320,3 +320,20 @@ async def test_an_ack_for_another_nonce_is_ignored(controller: Controller) -> No
     assert node is not None and node.acked_version == ""
     await ack(call, snap)
     await wait_until(lambda: node.acked_version == snap.version)
+
+
+async def test_malformed_bytes_end_only_that_stream(controller: Controller) -> None:
+    controller.registry.publish({SHARED_POOL: [endpoints("a", "10.0.0.1")]})
+    channel = controller.channel(controller.svid())
+    raw = channel.stream_stream(
+        "/coxswain.discovery.v1.Discovery/Stream",
+        request_serializer=lambda data: data,
+        response_deserializer=pb.ControllerMessage.parse,
+    )()
+    await raw.write(b"\xff\xff\xff\xff not a protobuf")
+    err = await refused(raw)
+    assert err.code() in (grpc.StatusCode.INTERNAL, grpc.StatusCode.INVALID_ARGUMENT)
+    # The server is unharmed: a well-formed stream is served next.
+    call = controller.open()
+    await call.write(subscribe("after-garbage"))
+    assert (await snapshot(call)).full
