@@ -43,6 +43,5 @@ class ReadGate:
             self.transport.resume_reading()
 
 
-def limit_writes(transport: asyncio.BaseTransport) -> None:
-    if isinstance(transport, asyncio.WriteTransport):
-        transport.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+def limit_writes(transport: asyncio.Transport) -> None:
+    transport.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)

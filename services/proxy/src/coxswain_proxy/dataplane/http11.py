@@ -14,6 +14,7 @@ answered from precomputed bytes (`responses`) and the connection closed.
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 import logging
 import ssl
 from collections import deque
@@ -62,10 +63,10 @@ class HttpConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ connection lifetime
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.gate.transport = transport
-        flow.limit_writes(transport)
+        # uvloop's transports are not asyncio.Transport subclasses: a cast, not an isinstance.
+        self.transport = cast(asyncio.Transport, transport)
+        self.gate.transport = self.transport
+        flow.limit_writes(self.transport)
         peer = transport.get_extra_info("peername")
         self.client = peer[0] if peer else ""
         sslobj = transport.get_extra_info("ssl_object")

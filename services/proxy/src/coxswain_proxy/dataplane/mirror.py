@@ -8,6 +8,7 @@ as its own task on its own connection, with a deadline, and every failure is onl
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 import logging
 
 from coxswain_proxy.dataplane.endpoints import Origin
@@ -39,8 +40,7 @@ async def _send(origin: Origin, data: bytes) -> None:
     try:
         async with asyncio.timeout(DEADLINE):
             transport, _ = await loop.create_connection(lambda: protocol, origin[0], origin[1])
-            assert isinstance(transport, asyncio.WriteTransport)
-            transport.write(data)
+            cast(asyncio.WriteTransport, transport).write(data)
             await protocol.done
     except (OSError, TimeoutError) as exc:
         log.debug("mirror failed", extra={"fields": {"origin": origin, "error": str(exc)}})

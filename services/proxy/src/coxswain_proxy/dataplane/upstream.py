@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import cast, TYPE_CHECKING, Protocol
 
 import httptools
 
@@ -86,10 +86,10 @@ class UpstreamConnection(asyncio.Protocol):
             self.transport.write(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.gate.transport = transport
-        flow.limit_writes(transport)
+        # uvloop's transports are not asyncio.Transport subclasses: a cast, not an isinstance.
+        self.transport = cast(asyncio.Transport, transport)
+        self.gate.transport = self.transport
+        flow.limit_writes(self.transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         was_closed, self.closed = self.closed, True
