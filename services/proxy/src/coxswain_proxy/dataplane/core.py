@@ -11,18 +11,18 @@ ask each connection to finish, wait with a bound, then close what is left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from coxswain_routing import Resource
-
 from coxswain_proxy.dataplane import mirror, tables
 from coxswain_proxy.dataplane.listeners import Listeners
 from coxswain_proxy.dataplane.runtime import Config, Runtime
 from coxswain_proxy.dataplane.upstream import Connector
+from coxswain_routing import Resource
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,9 @@ class Dataplane:
             reuse_port=self.options.reuse_port,
             sockets=self._sockets,
         )
-        self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name="dataplane-sweep")
+        self._sweeper = asyncio.get_running_loop().create_task(
+            self._sweep(), name="dataplane-sweep"
+        )
         return self
 
     async def apply(self, resources: Iterable[Resource], version: str = "") -> list[BoundPort]:
@@ -115,9 +117,10 @@ class Dataplane:
         rt.draining = True
         for conn in list(rt.connections):
             conn.shutdown()
-        deadline = rt.loop.time() + grace
-        while rt.connections and rt.loop.time() < deadline:
-            await asyncio.sleep(0.05)
+        if rt.connections:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    await rt.idle.wait()
         for conn in list(rt.connections):
             conn.close()  # type: ignore[attr-defined]
         if self._sweeper is not None:

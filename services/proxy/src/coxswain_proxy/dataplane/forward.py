@@ -16,6 +16,10 @@ import asyncio
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from coxswain_proxy.dataplane import errors, flow, heads, mirror, responses
+from coxswain_proxy.dataplane.stats import NO_ROUTE
+from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, apply_plan
+from coxswain_proxy.dataplane.upstream import UpstreamConnection
 from coxswain_routing import (
     RequestTarget,
     is_preflight,
@@ -26,16 +30,10 @@ from coxswain_routing import (
     rewrite_path,
 )
 
-from coxswain_proxy.dataplane import errors, flow, heads, mirror, responses
-from coxswain_proxy.dataplane.stats import NO_ROUTE
-from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, apply_plan
-from coxswain_proxy.dataplane.upstream import UpstreamConnection
-
 if TYPE_CHECKING:
-    from coxswain_routing import Candidate, Rule
-
     from coxswain_proxy.dataplane.endpoints import EndpointPicker, Origin
     from coxswain_proxy.dataplane.http11 import HttpConnection
+    from coxswain_routing import Candidate, Rule
 
 # RFC 9110 §9.2.2: methods whose repetition has the same effect: the only ones retried.
 IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"PUT", b"DELETE", b"TRACE"})
@@ -233,7 +231,11 @@ class Exchange:
             self.replay = []
 
     def _plan_mirrors(
-        self, endpoints: Mapping[str, EndpointPicker], plan: RulePlan, bplan: BackendPlan, host: bytes
+        self,
+        endpoints: Mapping[str, EndpointPicker],
+        plan: RulePlan,
+        bplan: BackendPlan,
+        host: bytes,
     ) -> None:
         for entry in (*plan.mirrors, *bplan.mirrors):
             if not entry.sampler.sample():
@@ -245,13 +247,17 @@ class Exchange:
         if self.mirrors and self.replay is None:
             self.replay = []
 
-    def _redirect(self, cand: Candidate, plan: RulePlan, host: bytes, path: str, query: str) -> None:
+    def _redirect(
+        self, cand: Candidate, plan: RulePlan, host: bytes, path: str, query: str
+    ) -> None:
         assert plan.redirect is not None
         if plan.redirect_request:
             for name, value in apply_plan(plan.redirect_request, [(b"host", host)]):
                 if name.lower() == b"host":
                     host = value
-        target = RequestTarget(self.conn.scheme, normalize_host(host.decode("latin-1")), path, query)
+        target = RequestTarget(
+            self.conn.scheme, normalize_host(host.decode("latin-1")), path, query
+        )
         location = redirect_location(
             plan.redirect,
             target,

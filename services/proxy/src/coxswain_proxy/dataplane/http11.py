@@ -14,10 +14,10 @@ answered from precomputed bytes (`responses`) and the connection closed.
 from __future__ import annotations
 
 import asyncio
-from typing import cast
 import logging
 import ssl
 from collections import deque
+from typing import cast
 
 import httptools
 
@@ -79,6 +79,8 @@ class HttpConnection(asyncio.Protocol):
         self.closed = True
         self.rt.connections.discard(self)
         self.rt.stats.connections -= 1
+        if self.rt.draining and not self.rt.connections:
+            self.rt.idle.set()
         if self.tunnel is not None:
             self.tunnel.close()
         for exchange in (self.current, *self.queue):

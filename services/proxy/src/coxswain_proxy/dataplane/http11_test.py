@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from coxswain_devkit.echo import EchoServer
+from coxswain_proxy.dataplane import testing as t
+from coxswain_proxy.dataplane.runtime import Config
 from coxswain_routing import (
     Backend,
     Cors,
@@ -35,14 +37,18 @@ from coxswain_routing import (
     ValueMatch,
 )
 
-from coxswain_proxy.dataplane import testing as t
-from coxswain_proxy.dataplane.runtime import Config
-
 
 @contextlib.asynccontextmanager
-async def echo_plane(*rules: t.Rule, config: Config | None = None, extra: tuple[Any, ...] = ()) -> AsyncIterator[tuple[int, EchoServer]]:
+async def echo_plane(
+    *rules: t.Rule, config: Config | None = None, extra: tuple[Any, ...] = ()
+) -> AsyncIterator[tuple[int, EchoServer]]:
     async with EchoServer() as echo:
-        resources = [t.HTTP_LISTENER, t.endpoints("echo", echo.port), t.routes("example.com", *rules), *extra]
+        resources: list[t.Resource] = [
+            t.HTTP_LISTENER,
+            t.endpoints("echo", echo.port),
+            t.routes("example.com", *rules),
+            *extra,
+        ]
         async with t.running(resources, config) as plane:
             yield t.actual(plane), echo
 
@@ -63,14 +69,19 @@ async def test_keep_alive_serves_many_requests_on_one_connection() -> None:
 
 async def test_pipelined_requests_are_answered_in_order() -> None:
     async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _), t.client(port) as c:
-        c.send(b"".join(f"GET /p/{i} HTTP/1.1\r\nHost: example.com\r\n\r\n".encode() for i in range(5)))
+        c.send(
+            b"".join(f"GET /p/{i} HTTP/1.1\r\nHost: example.com\r\n\r\n".encode() for i in range(5))
+        )
         got = await c.responses(5)
         assert [seen(r)["path"] for r in got] == [f"/p/{i}" for i in range(5)]
 
 
 async def test_forwarded_headers_set_and_hop_by_hop_removed() -> None:
     async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _):
-        extra = "X-Forwarded-For: 10.1.1.1\r\nConnection: keep-alive, X-Secret\r\nX-Secret: s\r\nTE: trailers\r\n"
+        extra = (
+            "X-Forwarded-For: 10.1.1.1\r\nConnection: keep-alive, X-Secret\r\n"
+            "X-Secret: s\r\nTE: trailers\r\n"
+        )
         headers = seen(await t.get(port, extra=extra))["headers"]
         assert headers["x-forwarded-for"] == ["10.1.1.1, 127.0.0.1"]
         assert headers["x-forwarded-proto"] == ["http"]
@@ -82,7 +93,10 @@ async def test_forwarded_headers_set_and_hop_by_hop_removed() -> None:
     "body",
     [
         pytest.param("Content-Length: 11\r\n\r\nhello world", id="content-length-body-streams"),
-        pytest.param("Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", id="chunked-body-streams"),
+        pytest.param(
+            "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+            id="chunked-body-streams",
+        ),
     ],
 )
 async def test_request_bodies_reach_the_backend(body: str) -> None:
@@ -106,7 +120,10 @@ async def test_request_bodies_reach_the_backend(body: str) -> None:
 
 async def test_expect_100_continue_passes_the_interim_response_on() -> None:
     async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _), t.client(port) as c:
-        c.send(b"POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
+        c.send(
+            b"POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\n"
+            b"Expect: 100-continue\r\n\r\n"
+        )
         interim = await c.reader.readuntil(b"\r\n\r\n")
         assert interim.startswith(b"HTTP/1.1 100")
         c.send(b"abc")
@@ -127,22 +144,46 @@ async def test_routing_outcomes(path: str, host: str, status: int) -> None:
     exact = t.rule("exact", t.backend("echo"), path="/exact", path_type="Exact")
     prefix = t.rule("prefix", t.backend("echo"), path="/api")
     async with EchoServer() as echo:
-        resources = [t.HTTP_LISTENER, t.endpoints("echo", echo.port), t.routes("example.com", exact, prefix)]
+        resources: list[t.Resource] = [
+            t.HTTP_LISTENER,
+            t.endpoints("echo", echo.port),
+            t.routes("example.com", exact, prefix),
+        ]
         async with t.running(resources) as plane:
             assert (await t.get(t.actual(plane), path, host)).status == status
 
 
 async def test_header_match_selects_the_rule() -> None:
-    canary = t.rule("canary", t.backend("echo"), match=Match(headers=(ValueMatch("x-canary", "yes"),)), filters=(RequestHeaderModifier(set=(("x-rule", "canary"),)),))
-    stable = t.rule("stable", t.backend("echo"), filters=(RequestHeaderModifier(set=(("x-rule", "stable"),)),))
+    canary = t.rule(
+        "canary",
+        t.backend("echo"),
+        match=Match(headers=(ValueMatch("x-canary", "yes"),)),
+        filters=(RequestHeaderModifier(set=(("x-rule", "canary"),)),),
+    )
+    stable = t.rule(
+        "stable", t.backend("echo"), filters=(RequestHeaderModifier(set=(("x-rule", "stable"),)),)
+    )
     async with echo_plane(canary, stable) as (port, _):
         assert seen(await t.get(port, extra="X-Canary: yes\r\n"))["headers"]["x-rule"] == ["canary"]
         assert seen(await t.get(port))["headers"]["x-rule"] == ["stable"]
 
 
 async def test_request_and_response_header_modifiers_fold_rule_then_backend() -> None:
-    b = t.backend("echo", filters=(RequestHeaderModifier(add=(("x-add", "b"),)), ResponseHeaderModifier(set=(("x-resp", "backend"),))))
-    r = t.rule("r", b, filters=(RequestHeaderModifier(set=(("x-add", "a"),), remove=("x-drop",)), ResponseHeaderModifier(remove=("content-type",))))
+    b = t.backend(
+        "echo",
+        filters=(
+            RequestHeaderModifier(add=(("x-add", "b"),)),
+            ResponseHeaderModifier(set=(("x-resp", "backend"),)),
+        ),
+    )
+    r = t.rule(
+        "r",
+        b,
+        filters=(
+            RequestHeaderModifier(set=(("x-add", "a"),), remove=("x-drop",)),
+            ResponseHeaderModifier(remove=("content-type",)),
+        ),
+    )
     async with echo_plane(r) as (port, _):
         response = await t.get(port, extra="X-Drop: 1\r\n")
         headers = seen(response)["headers"]
@@ -151,8 +192,13 @@ async def test_request_and_response_header_modifiers_fold_rule_then_backend() ->
 
 
 async def test_url_rewrite_replaces_prefix_and_host() -> None:
-    rewrite = URLRewrite(hostname="internal.svc", path=PathModifier(PathModifierType.REPLACE_PREFIX_MATCH, "/v2"))
-    async with echo_plane(t.rule("r", t.backend("echo"), path="/api", filters=(rewrite,))) as (port, _):
+    rewrite = URLRewrite(
+        hostname="internal.svc", path=PathModifier(PathModifierType.REPLACE_PREFIX_MATCH, "/v2")
+    )
+    async with echo_plane(t.rule("r", t.backend("echo"), path="/api", filters=(rewrite,))) as (
+        port,
+        _,
+    ):
         body = seen(await t.get(port, "/api/orders?x=1"))
         assert body["path"] == "/v2/orders?x=1" and body["host"] == "internal.svc"
 
@@ -160,9 +206,21 @@ async def test_url_rewrite_replaces_prefix_and_host() -> None:
 @pytest.mark.parametrize(
     ("redirect", "location"),
     [
-        pytest.param(RequestRedirect(scheme="https"), "https://example.com/old?q=1", id="scheme-uses-well-known-port"),
-        pytest.param(RequestRedirect(hostname="new.example.com", status_code=301), f"http://new.example.com:{t.PORT}/old?q=1", id="listener-port-kept"),
-        pytest.param(RequestRedirect(path=PathModifier(PathModifierType.REPLACE_FULL_PATH, "/new")), f"http://example.com:{t.PORT}/new?q=1", id="full-path"),
+        pytest.param(
+            RequestRedirect(scheme="https"),
+            "https://example.com/old?q=1",
+            id="scheme-uses-well-known-port",
+        ),
+        pytest.param(
+            RequestRedirect(hostname="new.example.com", status_code=301),
+            f"http://new.example.com:{t.PORT}/old?q=1",
+            id="listener-port-kept",
+        ),
+        pytest.param(
+            RequestRedirect(path=PathModifier(PathModifierType.REPLACE_FULL_PATH, "/new")),
+            f"http://example.com:{t.PORT}/new?q=1",
+            id="full-path",
+        ),
     ],
 )
 async def test_redirects(redirect: RequestRedirect, location: str) -> None:
@@ -173,8 +231,14 @@ async def test_redirects(redirect: RequestRedirect, location: str) -> None:
 
 async def test_cors_preflight_answered_and_responses_decorated() -> None:
     cors = Cors(allow_origins=("https://app.example",), allow_methods=("GET", "POST"))
-    async with echo_plane(t.rule("r", t.backend("echo"), filters=(cors,))) as (port, _), t.client(port) as c:
-        c.send(b"OPTIONS / HTTP/1.1\r\nHost: example.com\r\nOrigin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n\r\n")
+    async with (
+        echo_plane(t.rule("r", t.backend("echo"), filters=(cors,))) as (port, _),
+        t.client(port) as c,
+    ):
+        c.send(
+            b"OPTIONS / HTTP/1.1\r\nHost: example.com\r\nOrigin: https://app.example\r\n"
+            b"Access-Control-Request-Method: POST\r\n\r\n"
+        )
         pre = await c.response()
         assert pre.status == 204 and pre.header("access-control-allow-methods") == "GET, POST"
         plain = await c.request(extra="Origin: https://app.example\r\n")
@@ -186,7 +250,12 @@ async def test_cors_preflight_answered_and_responses_decorated() -> None:
 async def test_weighted_backends_split_exactly() -> None:
     async with EchoServer(pod="a") as a, EchoServer(pod="b") as b:
         r = t.rule("r", t.backend("a", weight=3), t.backend("b", weight=1))
-        resources = [t.HTTP_LISTENER, t.endpoints("a", a.port), t.endpoints("b", b.port), t.routes("example.com", r)]
+        resources: list[t.Resource] = [
+            t.HTTP_LISTENER,
+            t.endpoints("a", a.port),
+            t.endpoints("b", b.port),
+            t.routes("example.com", r),
+        ]
         async with t.running(resources) as plane, t.client(t.actual(plane)) as c:
             pods = [seen(await c.request())["pod"] for _ in range(8)]
     assert pods.count("a") == 6 and pods.count("b") == 2
@@ -195,13 +264,19 @@ async def test_weighted_backends_split_exactly() -> None:
 @pytest.mark.parametrize(
     ("backends", "status"),
     [
-        pytest.param((Backend(unresolved_reason="Service default/gone not found"),), 500, id="unresolved-backend-500"),
+        pytest.param(
+            (Backend(unresolved_reason="Service default/gone not found"),),
+            500,
+            id="unresolved-backend-500",
+        ),
         pytest.param((t.backend("none"),), 503, id="no-endpoint-set-503"),
         pytest.param((t.backend("notready"),), 503, id="no-ready-endpoints-503"),
     ],
 )
 async def test_backend_failures(backends: tuple[Backend, ...], status: int) -> None:
-    async with echo_plane(t.rule("r", *backends), extra=(t.endpoints("notready", 1, ready=False),)) as (port, _):
+    async with echo_plane(
+        t.rule("r", *backends), extra=(t.endpoints("notready", 1, ready=False),)
+    ) as (port, _):
         assert (await t.get(port)).status == status
 
 
@@ -215,14 +290,22 @@ async def test_mirror_copies_without_delaying_the_response() -> None:
 
     async with raw_backend(sink) as sink_port:
         m = RequestMirror(backend=t.backend("sink"))
-        async with echo_plane(t.rule("r", t.backend("echo"), filters=(m,)), extra=(t.endpoints("sink", sink_port),)) as (port, _):
+        async with echo_plane(
+            t.rule("r", t.backend("echo"), filters=(m,)), extra=(t.endpoints("sink", sink_port),)
+        ) as (port, _):
             assert (await t.get(port, "/copy")).status == 200
             async with asyncio.timeout(10):
                 assert (await mirrored.get()).startswith(b"GET /copy HTTP/1.1")
 
 
 async def test_oversized_request_headers_get_431() -> None:
-    async with echo_plane(t.rule("r", t.backend("echo")), config=Config(max_header_bytes=1024)) as (port, _), t.client(port) as c:
+    async with (
+        echo_plane(t.rule("r", t.backend("echo")), config=Config(max_header_bytes=1024)) as (
+            port,
+            _,
+        ),
+        t.client(port) as c,
+    ):
         c.send(b"GET / HTTP/1.1\r\nHost: example.com\r\nX-Big: " + b"a" * 2000 + b"\r\n\r\n")
         assert (await c.closed()).startswith(b"HTTP/1.1 431")
 
@@ -231,7 +314,9 @@ async def test_oversized_request_headers_get_431() -> None:
     "request_bytes",
     [
         pytest.param(b"GARBAGE\r\n\r\n", id="not-http"),
-        pytest.param(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n", id="bad-content-length"),
+        pytest.param(
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n", id="bad-content-length"
+        ),
         pytest.param(b"GET / HTTP/1.1\r\n\r\n", id="no-host-header"),
         pytest.param(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", id="two-host-headers"),
     ],
@@ -239,7 +324,11 @@ async def test_oversized_request_headers_get_431() -> None:
 async def test_malformed_requests_get_400_and_close(request_bytes: bytes) -> None:
     async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _), t.client(port) as c:
         c.send(request_bytes)
-        data = await c.closed() if b"Host: a\r\nHost" not in request_bytes and b"HTTP/1.1\r\n\r\n" not in request_bytes else await c.reader.readuntil(b"\r\n\r\n")
+        data = (
+            await c.closed()
+            if b"Host: a\r\nHost" not in request_bytes and b"HTTP/1.1\r\n\r\n" not in request_bytes
+            else await c.reader.readuntil(b"\r\n\r\n")
+        )
         assert data.startswith(b"HTTP/1.1 400")
 
 
@@ -251,7 +340,10 @@ async def test_oversized_upstream_headers_get_502() -> None:
         await reader.read()
         writer.close()
 
-    async with raw_backend(big) as bport, plane_to(bport, config=Config(max_upstream_header_bytes=1024)) as port:
+    async with (
+        raw_backend(big) as bport,
+        plane_to(bport, config=Config(max_upstream_header_bytes=1024)) as port,
+    ):
         assert (await t.get(port)).status == 502
 
 
@@ -303,7 +395,10 @@ async def test_retry_on_listed_code_reaches_a_good_answer() -> None:
             await writer.drain()
         writer.close()
 
-    async with raw_backend(flaky) as bport, plane_to(bport, retry=Retry(attempts=2, codes=(503,))) as port:
+    async with (
+        raw_backend(flaky) as bport,
+        plane_to(bport, retry=Retry(attempts=2, codes=(503,))) as port,
+    ):
         assert (await t.get(port)).status == 200
     assert calls == 2
 
@@ -312,14 +407,21 @@ async def test_retry_after_connect_failure_uses_another_endpoint() -> None:
     async with EchoServer() as echo:
         dead = await _dead_port()
         r = t.rule("r", t.backend("echo"), retry=Retry(attempts=1))
-        resources = [t.HTTP_LISTENER, t.endpoints("echo", dead, echo.port), t.routes("example.com", r)]
+        resources: list[t.Resource] = [
+            t.HTTP_LISTENER,
+            t.endpoints("echo", dead, echo.port),
+            t.routes("example.com", r),
+        ]
         async with t.running(resources) as plane:
             statuses = [(await t.get(t.actual(plane))).status for _ in range(4)]
     assert statuses == [200] * 4
 
 
 async def test_slow_clients_do_not_starve_others_and_are_timed_out() -> None:
-    async with echo_plane(t.rule("r", t.backend("echo")), config=Config(header_timeout=1.0)) as (port, _):
+    async with echo_plane(t.rule("r", t.backend("echo")), config=Config(header_timeout=1.0)) as (
+        port,
+        _,
+    ):
         slow = [await t.Client.open(port) for _ in range(20)]
         try:
             for s in slow:
@@ -334,11 +436,13 @@ async def test_slow_clients_do_not_starve_others_and_are_timed_out() -> None:
 async def test_websocket_upgrade_is_tunneled() -> None:
     import aiohttp
 
-    async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _):
-        async with aiohttp.ClientSession() as session:
-            async with session.ws_connect(f"http://127.0.0.1:{port}/ws", headers={"Host": "example.com"}) as ws:
-                await ws.send_str("hello")
-                assert (await ws.receive(timeout=10)).data == "hello"
+    async with (
+        echo_plane(t.rule("r", t.backend("echo"))) as (port, _),
+        aiohttp.ClientSession() as session,
+        session.ws_connect(f"http://127.0.0.1:{port}/ws", headers={"Host": "example.com"}) as ws,
+    ):
+        await ws.send_str("hello")
+        assert (await ws.receive(timeout=10)).data == "hello"
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -374,10 +478,18 @@ async def raw_backend(handler: Handler) -> AsyncIterator[int]:
 
 @contextlib.asynccontextmanager
 async def plane_to(
-    backend_port: int, *, config: Config | None = None, timeouts: Timeouts = Timeouts(), retry: Retry = Retry()
+    backend_port: int,
+    *,
+    config: Config | None = None,
+    timeouts: Timeouts = t.NO_TIMEOUTS,
+    retry: Retry = t.NO_RETRY,
 ) -> AsyncIterator[int]:
     r = t.rule("r", t.backend("raw"), timeouts=timeouts, retry=retry)
-    resources = [t.HTTP_LISTENER, t.endpoints("raw", backend_port), t.routes("example.com", r)]
+    resources: list[t.Resource] = [
+        t.HTTP_LISTENER,
+        t.endpoints("raw", backend_port),
+        t.routes("example.com", r),
+    ]
     async with t.running(resources, config) as plane:
         yield t.actual(plane)
 

@@ -13,6 +13,7 @@ import asyncio
 import errno
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,7 +74,9 @@ class Listeners:
             server = await self._serve(factory, info, context)
         except OSError as exc:
             fields = {"port": info.port, "error": exc.strerror or str(exc)}
-            level = logging.ERROR if exc.errno in (errno.EACCES, errno.EADDRINUSE) else logging.WARNING
+            level = (
+                logging.ERROR if exc.errno in (errno.EACCES, errno.EADDRINUSE) else logging.WARNING
+            )
             log.log(level, "could not bind listener", extra={"fields": fields})
             return
         actual = server.sockets[0].getsockname()[1]
@@ -82,24 +85,24 @@ class Listeners:
         log.info("listener bound", extra={"fields": fields})
 
     async def _serve(
-        self, factory: Callable[[], HttpConnection], info: PortInfo, context: object
+        self, factory: Callable[[], HttpConnection], info: PortInfo, context: ssl.SSLContext | None
     ) -> asyncio.Server:
         loop = self._rt.loop
+        timeout = HANDSHAKE_TIMEOUT if context is not None else None
         inherited = self._sockets.get(info.port)
-        extra = {"ssl_handshake_timeout": HANDSHAKE_TIMEOUT} if context is not None else {}
         if inherited is not None:
             return await loop.create_server(
-                factory, sock=inherited, ssl=context, backlog=BACKLOG, **extra  # type: ignore[arg-type]
+                factory, sock=inherited, ssl=context, backlog=BACKLOG, ssl_handshake_timeout=timeout
             )
         return await loop.create_server(
             factory,
             host=self._address,
             port=self._port_map(info.port),
-            ssl=context,  # type: ignore[arg-type]
+            ssl=context,
             backlog=BACKLOG,
             reuse_address=True,
             reuse_port=self._reuse_port or None,
-            **extra,  # type: ignore[arg-type]
+            ssl_handshake_timeout=timeout,
         )
 
     def _unbind(self, port: int) -> None:

@@ -8,8 +8,8 @@ as its own task on its own connection, with a deadline, and every failure is onl
 from __future__ import annotations
 
 import asyncio
-from typing import cast
 import logging
+from typing import cast
 
 from coxswain_proxy.dataplane.endpoints import Origin
 

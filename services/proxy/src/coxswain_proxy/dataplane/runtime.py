@@ -38,7 +38,16 @@ class Sweepable(Protocol):
 
 
 class Runtime:
-    __slots__ = ("config", "tables", "connector", "stats", "connections", "loop", "draining")
+    __slots__ = (
+        "config",
+        "tables",
+        "connector",
+        "stats",
+        "connections",
+        "loop",
+        "draining",
+        "idle",
+    )
 
     def __init__(self, config: Config, connector: Connector) -> None:
         self.config = config
@@ -48,3 +57,4 @@ class Runtime:
         self.connections: set[Sweepable] = set()  # open client connections, for sweeps/drain
         self.loop = asyncio.get_running_loop()
         self.draining = False  # shutting down: finish in-flight requests, keep no connection
+        self.idle = asyncio.Event()  # set when draining and the last connection has closed

@@ -10,18 +10,23 @@ from __future__ import annotations
 import asyncio
 
 from coxswain_devkit.echo import EchoServer
-from coxswain_routing import ListenerProtocol
-
 from coxswain_proxy.dataplane import testing as t
+from coxswain_routing import ListenerProtocol
 
 OTHER = 18081
 
 
 async def test_fifty_swaps_under_load_fail_no_request() -> None:
     async with EchoServer(pod="a") as a, EchoServer(pod="b") as b:
+
         def snapshot(i: int) -> list[object]:
             name = "a" if i % 2 else "b"
-            return [t.HTTP_LISTENER, t.endpoints("a", a.port), t.endpoints("b", b.port), t.routes("example.com", t.rule(f"r{i}", t.backend(name)))]
+            return [
+                t.HTTP_LISTENER,
+                t.endpoints("a", a.port),
+                t.endpoints("b", b.port),
+                t.routes("example.com", t.rule(f"r{i}", t.backend(name))),
+            ]
 
         async with t.running(snapshot(0)) as plane:  # type: ignore[arg-type]
             port = t.actual(plane)
@@ -44,7 +49,10 @@ async def test_fifty_swaps_under_load_fail_no_request() -> None:
 
 async def test_adding_and_removing_listeners_leaves_the_others_alone() -> None:
     async with EchoServer() as echo:
-        base = [t.endpoints("echo", echo.port), t.routes("example.com", t.rule("r", t.backend("echo")))]
+        base = [
+            t.endpoints("echo", echo.port),
+            t.routes("example.com", t.rule("r", t.backend("echo"))),
+        ]
         two = t.listeners((t.PORT, ListenerProtocol.HTTP, ""), (OTHER, ListenerProtocol.HTTP, ""))
         other_routes = t.routes("example.com", t.rule("o", t.backend("echo")), port=OTHER)
         async with t.running([t.HTTP_LISTENER, *base]) as plane:  # type: ignore[list-item]

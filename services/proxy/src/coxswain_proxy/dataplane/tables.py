@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
+from coxswain_proxy.dataplane import tls
+from coxswain_proxy.dataplane.endpoints import EndpointPicker
 from coxswain_routing import (
     Backend,
     Cors,
@@ -23,6 +26,7 @@ from coxswain_routing import (
     GatewayListeners,
     HeaderOp,
     HeaderPlan,
+    HostRoutes,
     ListenerProtocol,
     MirrorSampler,
     RequestHeaderModifier,
@@ -38,9 +42,6 @@ from coxswain_routing import (
     fold_header_modifiers,
 )
 
-from coxswain_proxy.dataplane import tls
-from coxswain_proxy.dataplane.endpoints import EndpointPicker
-
 # (lower-cased name, op, name as written, value), all bytes: applied to raw header lists.
 BytesPlan = tuple[tuple[bytes, HeaderOp, bytes, bytes], ...]
 
@@ -55,9 +56,7 @@ def bytes_plan(plan: HeaderPlan) -> BytesPlan:
 def apply_plan(plan: BytesPlan, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """`coxswain_routing.apply_header_plan` on raw headers: same semantics, no decoding."""
     touched = {key: op for key, op, _, _ in plan}
-    result = [
-        (n, v) for n, v in headers if touched.get(n.lower(), HeaderOp.ADD) is HeaderOp.ADD
-    ]
+    result = [(n, v) for n, v in headers if touched.get(n.lower(), HeaderOp.ADD) is HeaderOp.ADD]
     result.extend((name, value) for _, op, name, value in plan if op is not HeaderOp.REMOVE)
     return result
 
@@ -89,7 +88,7 @@ class RulePlan:
     backends: dict[int, BackendPlan]  # by id() of the Backend object
 
 
-def _of(filters: Iterable[object], kind: type) -> list:  # type: ignore[type-arg]
+def _of(filters: Iterable[object], kind: type[Any]) -> list[Any]:
     return [f for f in filters if isinstance(f, kind)]
 
 
@@ -184,8 +183,8 @@ def compile_tables(
     router = compile_router(listed)
     plans: dict[int, RulePlan] = {}
     for resource in listed:
-        if hasattr(resource, "rules"):
-            for rule in resource.rules:  # type: ignore[union-attr]
+        if isinstance(resource, HostRoutes):
+            for rule in resource.rules:
                 plans[id(rule)] = rule_plan(rule)
     return Tables(
         router=router,

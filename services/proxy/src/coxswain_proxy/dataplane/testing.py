@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import httptools
 
+from coxswain_proxy.dataplane.core import Dataplane, Options
+from coxswain_proxy.dataplane.runtime import Config
 from coxswain_routing import (
     Backend,
     Endpoint,
@@ -31,9 +33,8 @@ from coxswain_routing import (
     Timeouts,
 )
 
-from coxswain_proxy.dataplane.core import Dataplane, Options
-from coxswain_proxy.dataplane.runtime import Config
-
+NO_TIMEOUTS = Timeouts()
+NO_RETRY = Retry()
 PORT = 18080  # the routing port the tests' HTTP Gateway listener uses
 TLS_PORT = 18443
 
@@ -53,8 +54,8 @@ def rule(
     path: str = "/",
     path_type: str = "PathPrefix",
     filters: tuple[Filter, ...] = (),
-    timeouts: Timeouts = Timeouts(),
-    retry: Retry = Retry(),
+    timeouts: Timeouts = NO_TIMEOUTS,
+    retry: Retry = NO_RETRY,
     match: Match | None = None,
 ) -> Rule:
     from coxswain_routing import PathType
@@ -154,8 +155,8 @@ class Client:
     def send(self, data: bytes) -> None:
         self.writer.write(data)
 
-    async def responses(self, count: int, timeout: float = 10.0) -> list[Response]:
-        async with asyncio.timeout(timeout):
+    async def responses(self, count: int, within: float = 10.0) -> list[Response]:
+        async with asyncio.timeout(within):
             while len(self._collect.done) < count:
                 data = await self.reader.read(65536)
                 if not data:
@@ -167,13 +168,15 @@ class Client:
     async def response(self) -> Response:
         return (await self.responses(1))[0]
 
-    async def request(self, path: str = "/", host: str = "example.com", extra: str = "") -> Response:
+    async def request(
+        self, path: str = "/", host: str = "example.com", extra: str = ""
+    ) -> Response:
         self.send(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n".encode())
         return await self.response()
 
-    async def closed(self, timeout: float = 10.0) -> bytes:
+    async def closed(self, within: float = 10.0) -> bytes:
         """Everything until the server closes the connection."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(within):
             return await self.reader.read()
 
     async def close(self) -> None:
@@ -183,7 +186,9 @@ class Client:
 
 
 @contextlib.asynccontextmanager
-async def client(port: int, context: ssl.SSLContext | None = None, sni: str = "") -> AsyncIterator[Client]:
+async def client(
+    port: int, context: ssl.SSLContext | None = None, sni: str = ""
+) -> AsyncIterator[Client]:
     opened = await Client.open(port, context, sni)
     try:
         yield opened

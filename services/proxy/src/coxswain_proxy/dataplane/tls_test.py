@@ -11,9 +11,8 @@ import pytest
 
 from coxswain_devkit.echo import EchoServer
 from coxswain_devkit.pki import CertificateAuthority
-from coxswain_routing import ListenerProtocol, TlsCertificate, TlsStore
-
 from coxswain_proxy.dataplane import testing as t
+from coxswain_routing import ListenerProtocol, TlsCertificate, TlsStore
 
 CA = CertificateAuthority.create()
 
@@ -54,7 +53,9 @@ STORE = TlsStore(
     [
         pytest.param("shop.example.com", "shop.example.com", 200, id="exact-certificate"),
         pytest.param("blog.example.com", "blog.example.com", 200, id="wildcard-certificate"),
-        pytest.param("shop.example.com", "blog.example.com", 421, id="host-outside-sni-listener-421"),
+        pytest.param(
+            "shop.example.com", "blog.example.com", 421, id="host-outside-sni-listener-421"
+        ),
     ],
 )
 async def test_sni_selects_the_certificate(sni: str, host: str, status: int) -> None:
@@ -64,7 +65,9 @@ async def test_sni_selects_the_certificate(sni: str, host: str, status: int) -> 
             peer = c.writer.get_extra_info("ssl_object")
             assert peer.selected_alpn_protocol() == "http/1.1"
             names = [v for k, v in peer.getpeercert()["subjectAltName"]]
-            assert names == [sni if status == 200 and sni.startswith("shop") else "*.example.com"] or names == [sni]
+            assert names == [
+                sni if status == 200 and sni.startswith("shop") else "*.example.com"
+            ] or names == [sni]
             assert (await c.request("/", host)).status == status
 
 
@@ -76,5 +79,8 @@ async def test_a_swap_rotates_the_certificate_without_rebinding() -> None:
         assert t.actual(plane, t.TLS_PORT) == port
         async with t.client(port, client_context(), "shop.example.com") as c:
             served = c.writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
-            assert served == ssl.PEM_cert_to_DER_cert(rotated.certificate_chain_pem.decode().split("-----END CERTIFICATE-----")[0] + "-----END CERTIFICATE-----\n")
+            assert served == ssl.PEM_cert_to_DER_cert(
+                rotated.certificate_chain_pem.decode().split("-----END CERTIFICATE-----")[0]
+                + "-----END CERTIFICATE-----\n"
+            )
             assert (await c.request("/", "shop.example.com")).status == 200

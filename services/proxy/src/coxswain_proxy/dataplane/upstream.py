@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import cast, TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import httptools
 

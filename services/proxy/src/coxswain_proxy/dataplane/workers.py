@@ -15,6 +15,7 @@ any request is served. Frames are a kind byte, a 4-byte big-endian length and th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import multiprocessing
@@ -27,10 +28,9 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from coxswain_proto import discovery as pb
-from coxswain_routing import Resource, from_wire, to_wire
-
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.stats import Stats
+from coxswain_routing import Resource, from_wire, to_wire
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,9 @@ def decode(payload: bytes) -> tuple[list[Resource], str]:
 
 
 class Worker:
-    def __init__(self, process: BaseProcess, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, process: BaseProcess, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.process = process
         self.reader = reader
         self.writer = writer
@@ -109,10 +111,8 @@ class Workers:
 
     async def close(self, grace: float) -> None:
         for worker in self.workers:
-            try:
+            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
                 await worker.call(QUIT, json.dumps({"grace": grace}).encode())
-            except (ConnectionError, asyncio.IncompleteReadError):
-                pass
             worker.writer.close()
         for worker in self.workers:
             await asyncio.to_thread(worker.process.join, grace + 5)
@@ -148,7 +148,10 @@ async def _serve(sock: socket.socket, options: Options) -> None:
             if kind == SNAPSHOT:
                 resources, version = decode(payload)
                 bound = await plane.apply(resources, version)
-                answer: Any = {"swapped": version, "bound": [[b.port, b.actual, b.tls] for b in bound]}
+                answer: Any = {
+                    "swapped": version,
+                    "bound": [[b.port, b.actual, b.tls] for b in bound],
+                }
             elif kind == STATS:
                 assert plane.rt is not None
                 answer = plane.rt.stats.snapshot()

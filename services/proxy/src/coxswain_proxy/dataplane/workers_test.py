@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 
 from coxswain_devkit.echo import EchoServer
-
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.core import Options
 from coxswain_proxy.dataplane.workers import Workers
@@ -22,7 +21,7 @@ def free_port() -> int:
 async def test_two_workers_serve_one_port_after_one_apply() -> None:
     port = free_port()  # SO_REUSEPORT needs the same explicit port in every worker
     async with EchoServer() as echo:
-        resources = [
+        resources: list[t.Resource] = [
             t.listeners((port, t.ListenerProtocol.HTTP, "")),
             t.endpoints("echo", echo.port),
             t.routes("example.com", t.rule("r", t.backend("echo")), port=port),

@@ -1,0 +1,57 @@
+"""The data plane's Prometheus metrics, built from `stats.Stats` at scrape time.
+
+Where it sits: `wiring` registers one `Collector` per process; it reads the in-process stats,
+or the workers' merged stats refreshed in the background. Nothing here runs per request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector as _Base
+
+from coxswain_proxy.dataplane.stats import LATENCY_BOUNDS, Stats
+
+
+class Collector(_Base):
+    def __init__(self, stats: Callable[[], Stats], applied_at: Callable[[], float]) -> None:
+        self._stats = stats
+        self._applied_at = applied_at
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._stats()
+        requests = CounterMetricFamily(
+            "coxswain_proxy_requests",
+            "HTTP requests answered, by route (kind/namespace/name) and status class.",
+            labels=["route", "status"],
+        )
+        for (route, cls), count in sorted(stats.requests.items()):
+            requests.add_metric([route, f"{cls}xx"], count)
+        yield requests
+        histogram = HistogramMetricFamily(
+            "coxswain_proxy_upstream_latency_seconds",
+            "Time from sending a request upstream to its response head.",
+        )
+        cumulative, buckets = 0, []
+        for bound, count in zip((*LATENCY_BOUNDS, float("inf")), stats.buckets, strict=True):
+            cumulative += count
+            buckets.append((str(bound) if bound != float("inf") else "+Inf", cumulative))
+        histogram.add_metric([], buckets, stats.latency_sum)
+        yield histogram
+        yield GaugeMetricFamily(
+            "coxswain_proxy_connections", "Client connections open now.", value=stats.connections
+        )
+        applied = self._applied_at()
+        age = time.time() - applied if applied else 0.0
+        yield GaugeMetricFamily(
+            "coxswain_proxy_snapshot_age_seconds",
+            "Seconds since the data plane swapped in its current snapshot (0: none yet).",
+            value=age,
+        )

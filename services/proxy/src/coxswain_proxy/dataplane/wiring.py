@@ -1,0 +1,135 @@
+"""How `cli.serve` starts the data plane and feeds it each swapped snapshot.
+
+Where it sits: between the discovery client's `routing.RoutingHolder` and the data plane. The
+cli calls `add_arguments(serve_parser)` when building its parser and `await start(args, holder,
+binder)` in `serve` (before the discovery client starts, since workers are forked), then
+`await running.close()` on SIGTERM. Every swap the holder announces is applied to the data
+plane (in-process, or relayed to each worker); the ports then bound are reported through
+`ports.PortBinder.set_bound`, which makes the discovery client send a NodeStatus.
+
+Known gap: `RoutingHolder.swap` is synchronous and the stream Acks right after it, so the Ack
+can precede the workers' "swapped". `Relay.apply` is awaitable for a caller that can wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from dataclasses import dataclass
+
+from prometheus_client import REGISTRY
+
+from coxswain_proto import discovery as pb
+from coxswain_proxy import ports
+from coxswain_proxy.dataplane import metrics
+from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
+from coxswain_proxy.dataplane.runtime import Config
+from coxswain_proxy.dataplane.stats import Stats
+from coxswain_proxy.dataplane.workers import Workers
+from coxswain_proxy.routing import RoutingHolder
+from coxswain_proxy.snapshot import RoutingState
+
+log = logging.getLogger(__name__)
+
+STATS_REFRESH_SECONDS = 5.0
+
+
+def add_arguments(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("data plane")
+    group.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
+    group.add_argument("--listen-address", default="0.0.0.0", help="address listeners bind")
+    group.add_argument("--ingress-http-port", type=int, default=80, help="shared: Ingress HTTP")
+    group.add_argument("--ingress-https-port", type=int, default=443, help="shared: Ingress HTTPS")
+    group.add_argument("--grace-seconds", type=float, default=10.0, help="SIGTERM drain bound")
+
+
+@dataclass
+class Relay:
+    """Applies each swapped state, one at a time, latest first; reports the bound ports."""
+
+    plane: Dataplane | None
+    workers: Workers | None
+    binder: ports.PortBinder
+    grace: float
+    stats: Stats
+    applied_at: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._latest: RoutingState | None = None
+        self._wake = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="dataplane-apply")
+        self._refresh = asyncio.get_running_loop().create_task(
+            self._stats(), name="dataplane-stats"
+        )
+
+    def swapped(self, state: RoutingState) -> None:
+        self._latest = state
+        self._wake.set()
+
+    async def apply(self, state: RoutingState) -> list[BoundPort]:
+        resources = list(state.resources.values())
+        if self.workers is not None:
+            bound = await self.workers.apply(resources, state.version)
+        else:
+            assert self.plane is not None
+            bound = await self.plane.apply(resources, state.version)
+        self.applied_at = self.plane.applied_at if self.plane else asyncio.get_running_loop().time()
+        self.binder.set_bound(ports.Bound(b.port, _protocol(b)) for b in bound)
+        return bound
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            state, self._latest = self._latest, None
+            if state is not None:
+                try:
+                    await self.apply(state)
+                except Exception:
+                    log.exception("data plane could not apply a snapshot")
+
+    async def _stats(self) -> None:
+        while self.workers is not None:
+            await asyncio.sleep(STATS_REFRESH_SECONDS)
+            self.stats = await self.workers.stats()
+
+    async def close(self) -> None:
+        for task in (self._task, self._refresh):
+            task.cancel()
+        await asyncio.gather(self._task, self._refresh, return_exceptions=True)
+        if self.workers is not None:
+            await self.workers.close(self.grace)
+        if self.plane is not None:
+            await self.plane.close(self.grace)
+
+
+def _protocol(bound: BoundPort) -> pb.ListenerProtocol:
+    return pb.ListenerProtocol.HTTPS if bound.tls else pb.ListenerProtocol.HTTP
+
+
+async def start(args: argparse.Namespace, holder: RoutingHolder, binder: ports.PortBinder) -> Relay:
+    options = Options(
+        shared=bool(args.shared),
+        address=args.listen_address,
+        ingress_http_port=args.ingress_http_port,
+        ingress_https_port=args.ingress_https_port,
+        config=Config(grace_seconds=args.grace_seconds),
+        reuse_port=args.workers > 1,
+    )
+    plane = workers = None
+    if args.workers > 1:
+        workers = await Workers(options).start(args.workers)
+    else:
+        plane = await Dataplane(options).start()
+    relay = Relay(plane, workers, binder, args.grace_seconds, Stats())
+    if plane is not None:
+        rt = plane.rt
+        assert rt is not None
+        relay.stats = rt.stats
+    REGISTRY.register(metrics.Collector(lambda: relay.stats, lambda: relay.applied_at))
+    holder.on_swap(relay.swapped)
+    if holder.state is not None:
+        relay.swapped(holder.state)
+    return relay
