@@ -1,0 +1,248 @@
+"""Benchmark: coxswain-proxy against nginx as a reverse proxy, in one run, alternating.
+
+    apt-get install -y nginx wrk          (Debian packages; not installed by default)
+    ./pants run bench:proxy_throughput    (add `-- --quick` for a smoke run)
+
+The backend is nginx serving a small static body (fast enough never to be the bottleneck). The
+same backend is driven through (a) nginx configured as a keep-alive reverse proxy and (b) the
+coxswain data plane with a real snapshot (100 routes, metrics on), each with the same number of
+worker processes, by `wrk` with 50 connections. Scenarios: HTTP keep-alive, HTTPS keep-alive,
+a new connection per request (HTTP), each with 1 worker and with N (CPU count) workers. It
+prints req/s, p50 and p99 for both and the ratio coxswain/nginx. Absolute numbers depend on
+the machine; docs/performance.md records the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from coxswain_devkit.pki import CertificateAuthority
+from coxswain_routing import (
+    Backend,
+    Endpoint,
+    EndpointSet,
+    GatewayListeners,
+    HostRoutes,
+    Listener,
+    ListenerProtocol,
+    Match,
+    PathMatch,
+    RouteId,
+    Rule,
+    TlsCertificate,
+    TlsStore,
+)
+
+BODY = b"x" * 64
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def nginx_conf(root: Path, *, workers: int, listen: str, body: str) -> Path:
+    conf = root / f"nginx-{listen.split()[0]}.conf"
+    conf.write_text(
+        f"""
+worker_processes {workers};
+pid {root}/nginx-{listen.split()[0]}.pid;
+error_log {root}/error.log;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  upstream backend {{ server 127.0.0.1:{BACKEND_PORT}; keepalive 128; }}
+  server {{
+    listen {listen};
+    {body}
+  }}
+}}
+"""
+    )
+    return conf
+
+
+BACKEND_PORT = free_port()
+
+
+@dataclass
+class Result:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+
+
+def wrk(url: str, seconds: int, *, new_connections: bool = False) -> Result:
+    script = []
+    if new_connections:
+        script = ["-H", "Connection: close"]
+    out = subprocess.run(
+        ["wrk", "-t2", "-c50", f"-d{seconds}s", "--latency", "-H", "Host: bench.example.com",
+         *script, url],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    return Result(rps, _latency(out, "50%"), _latency(out, "99%"))
+
+
+def _latency(out: str, pct: str) -> float:
+    m = re.search(rf"{pct}\s+([\d.]+)(us|ms|s)", out)
+    assert m, out
+    value, unit = float(m.group(1)), m.group(2)
+    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+
+def snapshot(port: int, tls_port: int, cert: TlsCertificate) -> list[object]:
+    eps = EndpointSet("bench", "backend", 80, (Endpoint("127.0.0.1", BACKEND_PORT),))
+    backend = Backend(endpoints=eps.key)
+    rules = tuple(
+        Rule(id=RouteId(0, "bench", f"r{i}"), matches=(Match(path=PathMatch(value=f"/p{i}")),),
+             backends=(backend,))
+        for i in range(99)
+    ) + (Rule(id=RouteId(1, "bench", "root"), backends=(backend,)),)
+    listeners = GatewayListeners("bench", "gw", 1, (
+        Listener("http", port, port, ListenerProtocol.HTTP),
+        Listener("https", tls_port, tls_port, ListenerProtocol.HTTPS),
+    ))
+    return [
+        listeners, eps,
+        HostRoutes("gateway/bench/gw", port, "bench.example.com", rules),
+        HostRoutes("gateway/bench/gw", tls_port, "bench.example.com", rules),
+        TlsStore(tls_port, (cert,)),
+    ]
+
+
+async def run_coxswain(workers: int, port: int, tls_port: int, cert: TlsCertificate,
+                       stop: asyncio.Event, ready: asyncio.Event) -> None:
+    from coxswain_proxy.dataplane.core import Dataplane, Options
+    from coxswain_proxy.dataplane.workers import Workers
+
+    options = Options(shared=False, address="127.0.0.1", reuse_port=workers > 1)
+    resources = snapshot(port, tls_port, cert)
+    if workers > 1:
+        pool = await Workers(options).start(workers)
+        await pool.apply(resources)  # type: ignore[arg-type]
+        ready.set()
+        await stop.wait()
+        await pool.close(1.0)
+    else:
+        plane = await Dataplane(options).start()
+        await plane.apply(resources)  # type: ignore[arg-type]
+        ready.set()
+        await stop.wait()
+        await plane.close(1.0)
+
+
+def coxswain_process(workers: int, port: int, tls_port: int, certdir: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(workers), str(port), str(tls_port), str(certdir)],
+        stdout=subprocess.PIPE,
+    )
+
+
+def serve_main(workers: int, port: int, tls_port: int, certdir: Path) -> None:
+    import uvloop
+
+    cert = TlsCertificate(("bench.example.com",), (certdir / "chain.pem").read_bytes(),
+                          (certdir / "key.pem").read_bytes(), "bench/cert")
+
+    async def main() -> None:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        task = asyncio.create_task(run_coxswain(workers, port, tls_port, cert, stop, ready))
+        await ready.wait()
+        print("ready", flush=True)
+        await task
+
+    uvloop.run(main())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--serve", nargs=4)
+    args = parser.parse_args()
+    if args.serve:
+        w, p, tp, d = args.serve
+        serve_main(int(w), int(p), int(tp), Path(d))
+        return
+    for tool in ("wrk", "nginx"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not installed: apt-get install -y nginx wrk")
+    seconds = 3 if args.quick else 10
+    root = Path(tempfile.mkdtemp(prefix="coxswain-bench-"))
+    ca = CertificateAuthority.create()
+    issued = ca.issue(dns=["bench.example.com"])
+    (root / "chain.pem").write_bytes(issued.chain_pem)
+    (root / "key.pem").write_bytes(issued.key_pem)
+    ncpu = os.cpu_count() or 1
+    backend = nginx_conf(root, workers=ncpu, listen=f"127.0.0.1:{BACKEND_PORT}",
+                         body='location / { return 200 "' + BODY.decode() + '"; }')
+    procs = [subprocess.Popen(["nginx", "-c", str(backend), "-g", "daemon off;"])]
+    try:
+        print(f"{'scenario':34} {'nginx req/s':>12} {'p50':>7} {'p99':>7} "
+              f"{'coxswain':>10} {'p50':>7} {'p99':>7} {'ratio':>6}")
+        for workers in (1, ncpu) if ncpu > 1 else (1,):
+            compare(root, workers, seconds, issued.chain_pem)
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait()
+
+
+def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
+    nport, ntls, cport, ctls = free_port(), free_port(), free_port(), free_port()
+    proxy_body = ("location / { proxy_pass http://backend; proxy_http_version 1.1; "
+                  "proxy_set_header Connection \"\"; proxy_set_header Host $host; "
+                  "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }")
+    tls = (f"ssl_certificate {root}/chain.pem; ssl_certificate_key {root}/key.pem; ")
+    conf = nginx_conf(root, workers=workers, listen=f"127.0.0.1:{nport}",
+                      body=proxy_body + f" }}\n  server {{ listen 127.0.0.1:{ntls} ssl; {tls} "
+                      + proxy_body)
+    nginx = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"])
+    cox = coxswain_process(workers, cport, ctls, root)
+    try:
+        assert cox.stdout is not None
+        cox.stdout.readline()
+        _wait_port(nport)
+        scenarios = [
+            ("HTTP keep-alive", f"http://127.0.0.1:{{}}/p50/x", False, False),
+            ("HTTPS keep-alive", f"https://127.0.0.1:{{}}/p50/x", True, False),
+            ("HTTP new connection per request", f"http://127.0.0.1:{{}}/p50/x", False, True),
+        ]
+        for name, url, is_tls, new in scenarios:
+            n = wrk(url.format(ntls if is_tls else nport), seconds, new_connections=new)
+            c = wrk(url.format(ctls if is_tls else cport), seconds, new_connections=new)
+            label = f"{name}, {workers} worker{'s' if workers > 1 else ''}"
+            print(f"{label:34} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
+                  f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}", flush=True)
+    finally:
+        for p in (nginx, cox):
+            p.terminate()
+            p.wait()
+
+
+def _wait_port(port: int) -> None:
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            import time
+            time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    main()
