@@ -89,9 +89,20 @@ def wrk(url: str, seconds: int, *, new_connections: bool = False) -> Result:
     if new_connections:
         script = ["-H", "Connection: close"]
     out = subprocess.run(
-        ["wrk", "-t2", "-c50", f"-d{seconds}s", "--latency", "-H", "Host: bench.example.com",
-         *script, url],
-        capture_output=True, text=True, check=True,
+        [
+            "wrk",
+            "-t2",
+            "-c50",
+            f"-d{seconds}s",
+            "--latency",
+            "-H",
+            "Host: bench.example.com",
+            *script,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     return Result(rps, _latency(out, "50%"), _latency(out, "99%"))
@@ -107,25 +118,43 @@ def _latency(out: str, pct: str) -> float:
 def snapshot(port: int, tls_port: int, cert: TlsCertificate) -> list[object]:
     eps = EndpointSet("bench", "backend", 80, (Endpoint("127.0.0.1", BACKEND_PORT),))
     backend = Backend(endpoints=eps.key)
-    rules = tuple(
-        Rule(id=RouteId(0, "bench", f"r{i}"), matches=(Match(path=PathMatch(value=f"/p{i}")),),
-             backends=(backend,))
-        for i in range(99)
-    ) + (Rule(id=RouteId(1, "bench", "root"), backends=(backend,)),)
-    listeners = GatewayListeners("bench", "gw", 1, (
-        Listener("http", port, port, ListenerProtocol.HTTP),
-        Listener("https", tls_port, tls_port, ListenerProtocol.HTTPS),
-    ))
+    rules = (
+        *(
+            Rule(
+                id=RouteId(0, "bench", f"r{i}"),
+                matches=(Match(path=PathMatch(value=f"/p{i}")),),
+                backends=(backend,),
+            )
+            for i in range(99)
+        ),
+        Rule(id=RouteId(1, "bench", "root"), backends=(backend,)),
+    )
+    listeners = GatewayListeners(
+        "bench",
+        "gw",
+        1,
+        (
+            Listener("http", port, port, ListenerProtocol.HTTP),
+            Listener("https", tls_port, tls_port, ListenerProtocol.HTTPS),
+        ),
+    )
     return [
-        listeners, eps,
+        listeners,
+        eps,
         HostRoutes("gateway/bench/gw", port, "bench.example.com", rules),
         HostRoutes("gateway/bench/gw", tls_port, "bench.example.com", rules),
         TlsStore(tls_port, (cert,)),
     ]
 
 
-async def run_coxswain(workers: int, port: int, tls_port: int, cert: TlsCertificate,
-                       stop: asyncio.Event, ready: asyncio.Event) -> None:
+async def run_coxswain(
+    workers: int,
+    port: int,
+    tls_port: int,
+    cert: TlsCertificate,
+    stop: asyncio.Event,
+    ready: asyncio.Event,
+) -> None:
     from coxswain_proxy.dataplane.core import Dataplane, Options
     from coxswain_proxy.dataplane.workers import Workers
 
@@ -145,7 +174,9 @@ async def run_coxswain(workers: int, port: int, tls_port: int, cert: TlsCertific
         await plane.close(1.0)
 
 
-def coxswain_process(workers: int, port: int, tls_port: int, certdir: Path) -> subprocess.Popen[bytes]:
+def coxswain_process(
+    workers: int, port: int, tls_port: int, certdir: Path
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, __file__, "--serve", str(workers), str(port), str(tls_port), str(certdir)],
         stdout=subprocess.PIPE,
@@ -155,8 +186,12 @@ def coxswain_process(workers: int, port: int, tls_port: int, certdir: Path) -> s
 def serve_main(workers: int, port: int, tls_port: int, certdir: Path) -> None:
     import uvloop
 
-    cert = TlsCertificate(("bench.example.com",), (certdir / "chain.pem").read_bytes(),
-                          (certdir / "key.pem").read_bytes(), "bench/cert")
+    cert = TlsCertificate(
+        ("bench.example.com",),
+        (certdir / "chain.pem").read_bytes(),
+        (certdir / "key.pem").read_bytes(),
+        "bench/cert",
+    )
 
     async def main() -> None:
         stop, ready = asyncio.Event(), asyncio.Event()
@@ -188,12 +223,18 @@ def main() -> None:
     (root / "chain.pem").write_bytes(issued.chain_pem)
     (root / "key.pem").write_bytes(issued.key_pem)
     ncpu = os.cpu_count() or 1
-    backend = nginx_conf(root, workers=ncpu, listen=f"127.0.0.1:{BACKEND_PORT}",
-                         body='location / { return 200 "' + BODY.decode() + '"; }')
+    backend = nginx_conf(
+        root,
+        workers=ncpu,
+        listen=f"127.0.0.1:{BACKEND_PORT}",
+        body='location / { return 200 "' + BODY.decode() + '"; }',
+    )
     procs = [subprocess.Popen(["nginx", "-c", str(backend), "-g", "daemon off;"])]
     try:
-        print(f"{'scenario':34} {'nginx req/s':>12} {'p50':>7} {'p99':>7} "
-              f"{'coxswain':>10} {'p50':>7} {'p99':>7} {'ratio':>6}")
+        print(
+            f"{'scenario':34} {'nginx req/s':>12} {'p50':>7} {'p99':>7} "
+            f"{'coxswain':>10} {'p50':>7} {'p99':>7} {'ratio':>6}"
+        )
         for workers in (1, ncpu) if ncpu > 1 else (1,):
             compare(root, workers, seconds, issued.chain_pem)
     finally:
@@ -204,13 +245,18 @@ def main() -> None:
 
 def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
     nport, ntls, cport, ctls = free_port(), free_port(), free_port(), free_port()
-    proxy_body = ("location / { proxy_pass http://backend; proxy_http_version 1.1; "
-                  "proxy_set_header Connection \"\"; proxy_set_header Host $host; "
-                  "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }")
-    tls = (f"ssl_certificate {root}/chain.pem; ssl_certificate_key {root}/key.pem; ")
-    conf = nginx_conf(root, workers=workers, listen=f"127.0.0.1:{nport}",
-                      body=proxy_body + f" }}\n  server {{ listen 127.0.0.1:{ntls} ssl; {tls} "
-                      + proxy_body)
+    proxy_body = (
+        "location / { proxy_pass http://backend; proxy_http_version 1.1; "
+        'proxy_set_header Connection ""; proxy_set_header Host $host; '
+        "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }"
+    )
+    tls = f"ssl_certificate {root}/chain.pem; ssl_certificate_key {root}/key.pem; "
+    conf = nginx_conf(
+        root,
+        workers=workers,
+        listen=f"127.0.0.1:{nport}",
+        body=proxy_body + f" }}\n  server {{ listen 127.0.0.1:{ntls} ssl; {tls} " + proxy_body,
+    )
     nginx = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"])
     cox = coxswain_process(workers, cport, ctls, root)
     try:
@@ -218,16 +264,19 @@ def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
         cox.stdout.readline()
         _wait_port(nport)
         scenarios = [
-            ("HTTP keep-alive", f"http://127.0.0.1:{{}}/p50/x", False, False),
-            ("HTTPS keep-alive", f"https://127.0.0.1:{{}}/p50/x", True, False),
-            ("HTTP new connection per request", f"http://127.0.0.1:{{}}/p50/x", False, True),
+            ("HTTP keep-alive", "http://127.0.0.1:{}/p50/x", False, False),
+            ("HTTPS keep-alive", "https://127.0.0.1:{}/p50/x", True, False),
+            ("HTTP new connection per request", "http://127.0.0.1:{}/p50/x", False, True),
         ]
         for name, url, is_tls, new in scenarios:
             n = wrk(url.format(ntls if is_tls else nport), seconds, new_connections=new)
             c = wrk(url.format(ctls if is_tls else cport), seconds, new_connections=new)
             label = f"{name}, {workers} worker{'s' if workers > 1 else ''}"
-            print(f"{label:34} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
-                  f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}", flush=True)
+            print(
+                f"{label:34} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
+                f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}",
+                flush=True,
+            )
     finally:
         for p in (nginx, cox):
             p.terminate()
@@ -241,6 +290,7 @@ def _wait_port(port: int) -> None:
             return
         except OSError:
             import time
+
             time.sleep(0.05)
 
 
