@@ -46,8 +46,14 @@ class ServiceProcess:
             return list(self._lines)
 
     def start(self) -> ServiceProcess:
+        # Its own session: a Ctrl-C meant for the launcher (the demo, a test run) does not reach
+        # the service too, so the launcher stops each one in order with a single SIGTERM.
         self._proc = subprocess.Popen(
-            self.argv, env=self._env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+            self.argv,
+            env=self._env,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
         assert self._proc.stderr is not None
         self._reader = threading.Thread(

@@ -21,6 +21,7 @@ from coxswain_proto import discovery as pb
 from coxswain_proxy import admin, endpoints, errors, logs, ports, svid, tasks
 from coxswain_proxy._version import __version__
 from coxswain_proxy.client import ClientConfig, DiscoveryClient
+from coxswain_proxy.dataplane import wiring
 from coxswain_proxy.routing import RoutingHolder
 
 log = logging.getLogger("coxswain_proxy")
@@ -46,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--admin-port", type=int, default=9092, help="admin port (0: any)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     _discovery_flags(serve)
+    wiring.add_arguments(serve)
     return parser
 
 
@@ -92,7 +94,10 @@ def _scope(args: argparse.Namespace) -> pb.Scope:
 
 
 def _client(
-    args: argparse.Namespace, holder: RoutingHolder, readiness: admin.Readiness
+    args: argparse.Namespace,
+    holder: RoutingHolder,
+    readiness: admin.Readiness,
+    binder: ports.PortBinder,
 ) -> DiscoveryClient:
     issuer = svid.SvidIssuer(
         svid.IssuerConfig(
@@ -112,7 +117,7 @@ def _client(
         config,
         issuer=issuer,
         holder=holder,
-        bound=ports.PortBinder(),
+        bound=binder,
         on_stop=lambda reason: readiness.warn("discovery", reason),
     )
 
@@ -123,9 +128,13 @@ async def serve(args: argparse.Namespace) -> None:
     holder = RoutingHolder()
     holder.on_swap(lambda _: readiness.satisfy("snapshot"))
     runner = await admin.start(args.admin_address, args.admin_port, readiness)
+    binder = ports.PortBinder()
+    # Workers are forked here, before the discovery client starts any gRPC threads.
+    plane = await wiring.start(args, holder, binder)
     discovery = None
     if args.discovery_endpoint:
-        discovery = tasks.spawn(_client(args, holder, readiness).run(), "discovery", may_end=True)
+        client = _client(args, holder, readiness, binder)
+        discovery = tasks.spawn(client.run(), "discovery", may_end=True)
     else:
         log.warning("no --discovery-endpoint: the proxy will receive no routing")
         readiness.warn("discovery", "no --discovery-endpoint configured")
@@ -139,6 +148,7 @@ async def serve(args: argparse.Namespace) -> None:
     if discovery is not None:
         discovery.cancel()
         await asyncio.wait({discovery}, timeout=DISCOVERY_STOP_SECONDS)
+    await plane.close()
     await runner.cleanup()
     log.info("stopped")
 

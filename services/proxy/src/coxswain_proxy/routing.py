@@ -12,26 +12,44 @@ Nothing here ever sets the state back to None: routing is never cleared across r
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from coxswain_proxy.snapshot import RoutingState
 
 log = logging.getLogger(__name__)
 
 SwapListener = Callable[[RoutingState], None]
+Applier = Callable[[RoutingState], Awaitable[object]]
 
 
 class RoutingHolder:
     """Holds the served `RoutingState` and tells listeners (readiness, metrics) of each swap."""
 
-    __slots__ = ("state", "_listeners")
+    __slots__ = ("state", "_listeners", "_appliers")
 
     def __init__(self) -> None:
         self.state: RoutingState | None = None  # None until the first snapshot is applied
         self._listeners: list[SwapListener] = []
+        self._appliers: list[Applier] = []
 
     def on_swap(self, listener: SwapListener) -> None:
         self._listeners.append(listener)
+
+    def on_apply(self, applier: Applier) -> None:
+        """`await applier(state)` after each swap, before the snapshot is acknowledged (the
+        data plane: every worker swapped and every port bound)."""
+        self._appliers.append(applier)
+
+    async def commit(self, state: RoutingState) -> None:
+        """Swap, then wait for every applier: what an Ack promises is then true."""
+        self.swap(state)
+        for applier in self._appliers:
+            try:
+                await applier(state)
+            except Exception:
+                # The routing is swapped; a port that failed to bind is reported by NodeStatus
+                # (it is missing there), which keeps its Gateway from turning Programmed.
+                log.exception("the data plane could not apply a snapshot")
 
     def swap(self, state: RoutingState) -> None:
         self.state = state

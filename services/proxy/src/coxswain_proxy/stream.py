@@ -117,8 +117,9 @@ class StreamSession:
             state = await asyncio.to_thread(snapshot.stage, self._holder.state, pushed)
         except errors.SnapshotRejected as exc:
             return _rejected(pushed, exc)
-        # The swap: one assignment, after which new requests see the new routing.
-        self._holder.swap(state)
+        # The swap: one assignment, after which new requests see the new routing; the Ack
+        # waits until the data plane (every worker) has it too.
+        await self._holder.commit(state)
         metrics.applied(state.version, state.publish_seq)
         log.info(
             "snapshot applied",

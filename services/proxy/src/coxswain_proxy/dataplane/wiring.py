@@ -7,8 +7,8 @@ binder)` in `serve` (before the discovery client starts, since workers are forke
 plane (in-process, or relayed to each worker); the ports then bound are reported through
 `ports.PortBinder.set_bound`, which makes the discovery client send a NodeStatus.
 
-Known gap: `RoutingHolder.swap` is synchronous and the stream Acks right after it, so the Ack
-can precede the workers' "swapped". `Relay.apply` is awaitable for a caller that can wait.
+The stream commits each snapshot through `RoutingHolder.commit`, which awaits `Relay.apply`:
+the Ack goes out only after every worker has swapped and the ports are bound (spec 000).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
 
 @dataclass
 class Relay:
-    """Applies each swapped state, one at a time, latest first; reports the bound ports."""
+    """Applies each committed state to the data plane and reports the ports then bound."""
 
     plane: Dataplane | None
     workers: Workers | None
@@ -57,16 +57,9 @@ class Relay:
     applied_at: float = 0.0
 
     def __post_init__(self) -> None:
-        self._latest: RoutingState | None = None
-        self._wake = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="dataplane-apply")
         self._refresh = asyncio.get_running_loop().create_task(
             self._stats(), name="dataplane-stats"
         )
-
-    def swapped(self, state: RoutingState) -> None:
-        self._latest = state
-        self._wake.set()
 
     async def apply(self, state: RoutingState) -> list[BoundPort]:
         resources = list(state.resources.values())
@@ -79,26 +72,14 @@ class Relay:
         self.binder.set_bound(ports.Bound(b.port, _protocol(b)) for b in bound)
         return bound
 
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            state, self._latest = self._latest, None
-            if state is not None:
-                try:
-                    await self.apply(state)
-                except Exception:
-                    log.exception("data plane could not apply a snapshot")
-
     async def _stats(self) -> None:
         while self.workers is not None:
             await asyncio.sleep(STATS_REFRESH_SECONDS)
             self.stats = await self.workers.stats()
 
     async def close(self) -> None:
-        for task in (self._task, self._refresh):
-            task.cancel()
-        await asyncio.gather(self._task, self._refresh, return_exceptions=True)
+        self._refresh.cancel()
+        await asyncio.gather(self._refresh, return_exceptions=True)
         if self.workers is not None:
             await self.workers.close(self.grace)
         if self.plane is not None:
@@ -129,7 +110,7 @@ async def start(args: argparse.Namespace, holder: RoutingHolder, binder: ports.P
         assert rt is not None
         relay.stats = rt.stats
     REGISTRY.register(metrics.Collector(lambda: relay.stats, lambda: relay.applied_at))
-    holder.on_swap(relay.swapped)
+    holder.on_apply(relay.apply)
     if holder.state is not None:
-        relay.swapped(holder.state)
+        await relay.apply(holder.state)
     return relay

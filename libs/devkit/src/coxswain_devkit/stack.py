@@ -1,0 +1,263 @@
+"""The whole Coxswain stack on one machine, each part its own process, wired as in production.
+
+API emulator → echo backends (their EndpointSlices written to point at them) → identity service
+(creates the CA, publishes the trust bundle) → controller (watches, publishes, serves discovery
+over mTLS) → shared proxy (a projected-style token and the trust bundle on disk, SVID bootstrap,
+then the discovery stream). The local demo and the end-to-end tests both start it, differing
+only in how each role is launched (`Launcher`): from source modules, or from built PEX files.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import kubernetes.utils
+
+from coxswain_devkit.pki import CertificateAuthority
+from coxswain_devkit.processes import ProcessError, ServiceProcess
+
+__all__ = ["EchoBackend", "Launcher", "Stack", "StackPorts", "tls_secret"]
+
+TRUST_CONFIGMAP = ("coxswain-system", "coxswain-discovery-trust")
+PROXY_ACCOUNT = ("coxswain-system", "coxswain-proxy")
+AUDIENCE = "coxswain-discovery"
+START_TIMEOUT = 90.0
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """The argv prefix that runs each role: "devkit", "identity", "controller", "proxy"."""
+
+    prefixes: Mapping[str, Sequence[str]]
+
+    @classmethod
+    def modules(cls) -> Launcher:
+        """Run each role as `python -m coxswain_<role>` with this interpreter (the demo)."""
+        roles = ("devkit", "identity", "controller", "proxy")
+        return cls({r: (sys.executable, "-m", f"coxswain_{r}") for r in roles})
+
+    @classmethod
+    def pex_files(cls, directory: Path) -> Launcher:
+        """Run each role from its packaged PEX file (the end-to-end tests)."""
+        roles = ("devkit", "identity", "controller", "proxy")
+        return cls({r: (sys.executable, str(directory / f"coxswain-{r}.pex")) for r in roles})
+
+    def argv(self, role: str, *args: str) -> list[str]:
+        return [*self.prefixes[role], *args]
+
+
+@dataclass(frozen=True)
+class StackPorts:
+    """Where the shared proxy serves Ingress (Gateway listeners get derived bind ports)."""
+
+    ingress_http: int = 18080
+    ingress_https: int = 18443
+
+
+@dataclass
+class EchoBackend:
+    namespace: str
+    service: str
+    process: ServiceProcess
+    port: int = 0
+
+
+@dataclass
+class Stack:
+    launcher: Launcher
+    workdir: Path
+    manifests: Path | None = None
+    echo_services: Sequence[tuple[str, str]] = ()  # (namespace, Service) to back with an echo
+    ports: StackPorts = field(default_factory=StackPorts)
+    proxy_args: Sequence[str] = ()
+    processes: dict[str, ServiceProcess] = field(default_factory=dict)
+    echoes: list[EchoBackend] = field(default_factory=list)
+    api_url: str = ""
+    kubeconfig: Path | None = None
+    discovery_port: int = 0
+    identity_port: int = 0
+    admin_ports: dict[str, int] = field(default_factory=dict)
+    extra_objects: Sequence[dict[str, Any]] = ()  # created right after the API server starts
+
+    def start(self) -> Stack:
+        try:
+            self._start_apiserver()
+            self._start_echoes()
+            self._start_identity()
+            self._start_controller()
+            self._start_proxy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> dict[str, int]:
+        """Stop every process, newest first; their exit statuses by role."""
+        statuses = {}
+        for role, process in reversed(list(self.processes.items())):
+            try:
+                statuses[role] = process.stop()
+            except ProcessError:
+                statuses[role] = process.kill()
+        self.processes.clear()
+        return statuses
+
+    def client(self) -> kubernetes.client.ApiClient:
+        return kubernetes.client.ApiClient(kubernetes.client.Configuration(host=self.api_url))
+
+    # ------------------------------------------------------------------ the parts
+
+    def _run(self, role: str, name: str, *args: str, listening: str) -> dict[str, Any]:
+        process = ServiceProcess(self.launcher.argv(role, *args)).start()
+        self.processes[name] = process
+        return process.wait_for_msg(listening, timeout=START_TIMEOUT)
+
+    def _start_apiserver(self) -> None:
+        self.kubeconfig = self.workdir / "kubeconfig"
+        args = ["apiserver", "--address", "127.0.0.1", "--port", "0", "--gateway-api", "standard"]
+        args += ["--kubeconfig-out", str(self.kubeconfig)]
+        if self.manifests is not None:
+            args += ["--manifests", str(self.manifests)]
+        line = self._run("devkit", "apiserver", *args, listening="apiserver listening")
+        self.api_url = f"http://127.0.0.1:{line['port']}"
+        with self.client() as client:
+            create: Any = kubernetes.utils.create_from_dict  # untyped in the client
+            for obj in self.extra_objects:
+                create(client, obj)
+
+    def _start_echoes(self) -> None:
+        for namespace, service in self.echo_services:
+            pod = f"{service}-0"
+            args = [
+                "echo",
+                "--address",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--namespace",
+                namespace,
+                "--pod",
+                pod,
+            ]
+            process = ServiceProcess(self.launcher.argv("devkit", *args)).start()
+            self.processes[f"echo {namespace}/{service}"] = process
+            port = int(process.wait_for_msg("echo listening", timeout=START_TIMEOUT)["port"])
+            self.echoes.append(EchoBackend(namespace, service, process, port))
+        with self.client() as client:
+            discovery: Any = kubernetes.client.DiscoveryV1Api(client)
+            for echo in self.echoes:
+                discovery.create_namespaced_endpoint_slice(echo.namespace, _endpoint_slice(echo))
+
+    def _start_identity(self) -> None:
+        line = self._run(
+            "identity", "identity", "serve", "--api-server", self.api_url,
+            "--address", "127.0.0.1", "--port", "0",
+            "--admin-address", "127.0.0.1", "--admin-port", "0",
+            listening="identity listening",
+        )  # fmt: skip
+        self.identity_port = int(line["port"])
+
+    def _start_controller(self) -> None:
+        line = self._run(
+            "controller", "controller", "serve", "--api-server", self.api_url,
+            "--no-leader-election",
+            "--admin-address", "127.0.0.1", "--admin-port", "0",
+            "--discovery-address", "127.0.0.1", "--discovery-port", "0",
+            "--ingress-http-port", str(self.ports.ingress_http),
+            "--ingress-https-port", str(self.ports.ingress_https),
+            listening="discovery listening",
+        )  # fmt: skip
+        self.discovery_port = int(line["port"])
+
+    def _start_proxy(self) -> None:
+        token, bundle = self._proxy_credentials()
+        self._run(
+            "proxy", "proxy", "serve", "--shared", "--node-id", "demo-proxy",
+            "--admin-address", "127.0.0.1", "--admin-port", "0",
+            "--discovery-endpoint", f"127.0.0.1:{self.discovery_port}",
+            "--discovery-bootstrap-endpoint", f"127.0.0.1:{self.identity_port}",
+            "--discovery-server-name", "localhost",
+            "--token-path", str(token), "--trust-bundle-path", str(bundle),
+            "--listen-address", "127.0.0.1", "--workers", "1",
+            "--ingress-http-port", str(self.ports.ingress_http),
+            "--ingress-https-port", str(self.ports.ingress_https), *self.proxy_args,
+            listening="admin server listening",
+        )  # fmt: skip
+
+    def _proxy_credentials(self) -> tuple[Path, Path]:
+        """The files a kubelet would mount: a projected token and the trust bundle."""
+        with self.client() as client:
+            core: Any = kubernetes.client.CoreV1Api(client)
+            request = {"spec": {"audiences": [AUDIENCE], "expirationSeconds": 86400}}
+            answer = core.create_namespaced_service_account_token(
+                PROXY_ACCOUNT[1], PROXY_ACCOUNT[0], request
+            )
+            bundle = _wait_for_bundle(core)
+        token_path = self.workdir / "token"
+        token_path.write_text(answer.status.token)
+        bundle_path = self.workdir / "ca.crt"
+        bundle_path.write_text(bundle)
+        return token_path, bundle_path
+
+
+def _wait_for_bundle(core: Any) -> str:
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            config_map = core.read_namespaced_config_map(TRUST_CONFIGMAP[1], TRUST_CONFIGMAP[0])
+            if (config_map.data or {}).get("ca.crt"):
+                return str(config_map.data["ca.crt"])
+        except kubernetes.client.exceptions.ApiException as err:
+            if err.status != 404:
+                raise
+        if time.monotonic() > deadline:
+            raise ProcessError("the identity service never published the trust bundle")
+        time.sleep(0.1)
+
+
+def _endpoint_slice(echo: EchoBackend) -> dict[str, Any]:
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": f"{echo.service}-local",
+            "labels": {"kubernetes.io/service-name": echo.service},
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": echo.port, "protocol": "TCP"}],
+        "endpoints": [
+            {
+                "addresses": ["127.0.0.1"],
+                "conditions": {"ready": True},
+                "targetRef": {
+                    "kind": "Pod",
+                    "name": f"{echo.service}-0",
+                    "namespace": echo.namespace,
+                },
+            }
+        ],
+    }
+
+
+def tls_secret(
+    namespace: str, name: str, ca: CertificateAuthority, hosts: Sequence[str]
+) -> dict[str, Any]:
+    """A kubernetes.io/tls Secret for `hosts`, signed by `ca` (so clients can trust it)."""
+    issued = ca.issue(dns=list(hosts))
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {
+            "tls.crt": base64.b64encode(issued.chain_pem).decode(),
+            "tls.key": base64.b64encode(issued.key_pem).decode(),
+        },
+    }
