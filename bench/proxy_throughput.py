@@ -85,6 +85,7 @@ class Result:
 
 
 def wrk(url: str, seconds: int, *, new_connections: bool = False) -> Result:
+    """One wrk run; exits when any response was not a 2xx/3xx (an error page is no benchmark)."""
     script = []
     if new_connections:
         script = ["-H", "Connection: close"]
@@ -104,6 +105,9 @@ def wrk(url: str, seconds: int, *, new_connections: bool = False) -> Result:
         text=True,
         check=True,
     ).stdout
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    if bad:
+        sys.exit(f"{url}: {bad.group(1)} responses were not 2xx/3xx:\n{out}")
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     return Result(rps, _latency(out, "50%"), _latency(out, "99%"))
 
@@ -115,8 +119,8 @@ def _latency(out: str, pct: str) -> float:
     return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
 
 
-def snapshot(port: int, tls_port: int, cert: TlsCertificate) -> list[object]:
-    eps = EndpointSet("bench", "backend", 80, (Endpoint("127.0.0.1", BACKEND_PORT),))
+def snapshot(port: int, tls_port: int, cert: TlsCertificate, backend_port: int) -> list[object]:
+    eps = EndpointSet("bench", "backend", 80, (Endpoint("127.0.0.1", backend_port),))
     backend = Backend(endpoints=eps.key)
     rules = (
         *(
@@ -152,6 +156,7 @@ async def run_coxswain(
     port: int,
     tls_port: int,
     cert: TlsCertificate,
+    backend_port: int,
     stop: asyncio.Event,
     ready: asyncio.Event,
 ) -> None:
@@ -159,7 +164,7 @@ async def run_coxswain(
     from coxswain_proxy.dataplane.workers import Workers
 
     options = Options(shared=False, address="127.0.0.1", reuse_port=workers > 1)
-    resources = snapshot(port, tls_port, cert)
+    resources = snapshot(port, tls_port, cert, backend_port)
     if workers > 1:
         pool = await Workers(options).start(workers)
         await pool.apply(resources)  # type: ignore[arg-type]
@@ -177,13 +182,16 @@ async def run_coxswain(
 def coxswain_process(
     workers: int, port: int, tls_port: int, certdir: Path
 ) -> subprocess.Popen[bytes]:
+    # The backend's port is passed on: this module picks a fresh one at import, and a proxy
+    # pointed at the wrong port answers 503s fast enough to look like a result.
+    args = [str(workers), str(port), str(tls_port), str(certdir), str(BACKEND_PORT)]
     return subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(workers), str(port), str(tls_port), str(certdir)],
+        [sys.executable, __file__, "--serve", *args],
         stdout=subprocess.PIPE,
     )
 
 
-def serve_main(workers: int, port: int, tls_port: int, certdir: Path) -> None:
+def serve_main(workers: int, port: int, tls_port: int, certdir: Path, backend_port: int) -> None:
     import uvloop
 
     cert = TlsCertificate(
@@ -196,7 +204,9 @@ def serve_main(workers: int, port: int, tls_port: int, certdir: Path) -> None:
     async def main() -> None:
         stop, ready = asyncio.Event(), asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        task = asyncio.create_task(run_coxswain(workers, port, tls_port, cert, stop, ready))
+        task = asyncio.create_task(
+            run_coxswain(workers, port, tls_port, cert, backend_port, stop, ready)
+        )
         await ready.wait()
         print("ready", flush=True)
         await task
@@ -207,11 +217,11 @@ def serve_main(workers: int, port: int, tls_port: int, certdir: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--serve", nargs=4)
+    parser.add_argument("--serve", nargs=5)
     args = parser.parse_args()
     if args.serve:
-        w, p, tp, d = args.serve
-        serve_main(int(w), int(p), int(tp), Path(d))
+        w, p, tp, d, bp = args.serve
+        serve_main(int(w), int(p), int(tp), Path(d), int(bp))
         return
     for tool in ("wrk", "nginx"):
         if shutil.which(tool) is None:
@@ -232,7 +242,7 @@ def main() -> None:
     procs = [subprocess.Popen(["nginx", "-c", str(backend), "-g", "daemon off;"])]
     try:
         print(
-            f"{'scenario':34} {'nginx req/s':>12} {'p50':>7} {'p99':>7} "
+            f"{'scenario':42} {'nginx req/s':>12} {'p50':>7} {'p99':>7} "
             f"{'coxswain':>10} {'p50':>7} {'p99':>7} {'ratio':>6}"
         )
         for workers in (1, ncpu) if ncpu > 1 else (1,):
@@ -263,6 +273,8 @@ def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
         assert cox.stdout is not None
         cox.stdout.readline()
         _wait_port(nport)
+        for port in (nport, cport):
+            _check(port)
         scenarios = [
             ("HTTP keep-alive", "http://127.0.0.1:{}/p50/x", False, False),
             ("HTTPS keep-alive", "https://127.0.0.1:{}/p50/x", True, False),
@@ -273,7 +285,7 @@ def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
             c = wrk(url.format(ctls if is_tls else cport), seconds, new_connections=new)
             label = f"{name}, {workers} worker{'s' if workers > 1 else ''}"
             print(
-                f"{label:34} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
+                f"{label:42} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
                 f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}",
                 flush=True,
             )
@@ -281,6 +293,21 @@ def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
         for p in (nginx, cox):
             p.terminate()
             p.wait()
+
+
+def _check(port: int) -> None:
+    """One request through a proxy must come back as the backend's 200 before anything counts."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/p50/x", headers={"Host": "bench.example.com"})
+        response = conn.getresponse()
+        body = response.read()
+    finally:
+        conn.close()
+    if response.status != 200 or body != BODY:
+        sys.exit(f"port {port} answered {response.status} {body[:200]!r}, not the backend's 200")
 
 
 def _wait_port(port: int) -> None:
