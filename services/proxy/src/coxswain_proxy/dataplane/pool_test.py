@@ -91,3 +91,15 @@ def test_idle_overflow_closes_the_released_connection() -> None:
     pool.release(A, "c1", now=0)
     assert pool.release(A, "c2", now=0).close == ("c2",)
     assert pool.total == 1
+
+
+def test_the_fast_paths_answer_as_acquire_and_release_would() -> None:
+    pool: Pool[str, str] = Pool(Limits(max_idle_per_origin=1, idle_timeout=10))
+    assert pool.take_idle(A, now=0) is None  # nothing idle: acquire decides
+    pool.acquire(A, "w", now=0)
+    assert pool.park(A, "c1", now=0)
+    assert pool.take_idle(A, now=5) == "c1"
+    assert pool.park(A, "c1", now=5)
+    assert not pool.park(A, "c2", now=5)  # no room: release closes it
+    assert pool.take_idle(A, now=20) is None  # stale: acquire returns it for closing
+    assert pool.acquire(A, "w", now=20).expired == ("c1",)

@@ -59,7 +59,7 @@ class HeadDone(Exception):
 class UpstreamConnection(asyncio.Protocol):
     __slots__ = (
         "connector", "origin", "transport", "parser", "gate", "exchange", "headers", "size",
-        "head_only", "closed", "tunnel",
+        "head_only", "closed", "tunnel", "limit",
     )  # fmt: skip
 
     def __init__(self, connector: Connector, origin: Origin) -> None:
@@ -74,6 +74,7 @@ class UpstreamConnection(asyncio.Protocol):
         self.head_only = False  # the bound request is a HEAD
         self.closed = False
         self.tunnel: asyncio.Transport | None = None
+        self.limit = connector.config.max_upstream_header_bytes
 
     def bind(self, exchange: Bound, *, head_only: bool) -> None:
         self.exchange = exchange
@@ -149,8 +150,8 @@ class UpstreamConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ parser callbacks
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.size += len(name) + len(value) + 4
-        if self.size > self.connector.config.max_upstream_header_bytes:
+        size = self.size = self.size + len(name) + len(value) + 4
+        if size > self.limit:
             # Upstream response headers beyond the limit: 502 (issue 7, item 3).
             raise errors.BadGateway("upstream response headers too large")
         self.headers.append((name, value))
@@ -183,9 +184,19 @@ class Connector:
         self._loop = asyncio.get_running_loop()
         self._opening: set[asyncio.Task[None]] = set()
 
-    def acquire(self, origin: Origin, waiter: Waiter) -> UpstreamConnection | None:
-        """A connection now, or None: `waiter` hears back through `connected`/`connect_failed`."""
-        got = self.pool.acquire(origin, waiter, self._loop.time())
+    def acquire(
+        self, origin: Origin, waiter: Waiter, now: float | None = None
+    ) -> UpstreamConnection | None:
+        """A connection now, or None: `waiter` hears back through `connected`/`connect_failed`.
+
+        `now`: the loop's time when the caller has it already.
+        """
+        if now is None:
+            now = self._loop.time()
+        idle = self.pool.take_idle(origin, now)
+        if idle is not None:
+            return idle
+        got = self.pool.acquire(origin, waiter, now)
         for stale in got.expired:
             stale.close()
         if got.open_new:
@@ -197,7 +208,10 @@ class Connector:
 
     def release(self, connection: UpstreamConnection) -> None:
         connection.exchange = None
-        released = self.pool.release(connection.origin, connection, self._loop.time())
+        now = self._loop.time()
+        if self.pool.park(connection.origin, connection, now):
+            return
+        released = self.pool.release(connection.origin, connection, now)
         for extra in released.close:
             extra.closed = True  # already forgotten by the pool
             if extra.transport is not None:
