@@ -7,11 +7,16 @@ RFC 9110 §7.6.1: "a proxy or gateway MUST parse a received Connection header fi
 message is forwarded and, for each connection-option in this field, remove any header or trailer
 field(s) from the message with the same name as the connection-option, and then remove the
 Connection header field itself". The fixed hop-by-hop names are removed as well.
+
+Why this shape (it runs for every request, and each header costs): one pass per head, no
+lower-casing per header — a field name as the peer spelled it is looked up in a small cache of
+what that spelling means (`_kind`), and most names mean "pass it on". Header lines go straight
+into the list of pieces the caller joins into the one buffer it writes, so the only copy of a
+head is that final join. The rare cases (a Connection header naming options, header plans) take
+a second pass over what was kept.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from coxswain_proxy.dataplane import responses
 from coxswain_proxy.dataplane.tables import BytesPlan, apply_plan
@@ -29,6 +34,39 @@ TRANSFER_ENCODING = b"transfer-encoding"
 CONTENT_LENGTH = b"content-length"
 XFF = b"x-forwarded-for"
 
+# What a field name means here. 0 (falsy) is the common case: an ordinary field, passed on.
+# HOP: dropped both ways; OWN: dropped from requests only (the proxy writes its own).
+PASS, HOP, OWN, CONN, TE, XFF_, LENGTH, UPGRADE = range(8)
+_MEANING = {
+    **{name: HOP for name in HOP_BY_HOP},
+    **{name: OWN for name in REQUEST_OWN - HOP_BY_HOP},
+    CONNECTION: CONN,
+    TRANSFER_ENCODING: TE,
+    XFF: XFF_,
+    CONTENT_LENGTH: LENGTH,
+    b"upgrade": UPGRADE,
+}
+# Spellings seen so far -> meaning. Bounded: a client inventing names cannot grow it for ever.
+_KINDS: dict[bytes, int] = {}
+_MAX_KINDS = 4096
+
+# Response framing flags (`client_response`'s result).
+HAS_LENGTH = 1  # the upstream sent a Content-Length: bytes pass as they come
+CHUNKED_IN = 2  # the upstream sent chunked
+
+
+# Connection values that name no other field (the common ones): no second pass needed.
+_PLAIN_CONNECTION = frozenset({b"keep-alive", b"close", b""})
+
+
+def _kind(name: bytes) -> int:
+    kind = _KINDS.get(name)
+    if kind is None:
+        if len(_KINDS) >= _MAX_KINDS:
+            _KINDS.clear()
+        kind = _KINDS[name] = _MEANING.get(name.lower(), PASS)
+    return kind
+
 
 def _connection_options(headers: Headers) -> frozenset[bytes]:
     options: set[bytes] = set()
@@ -40,11 +78,18 @@ def _connection_options(headers: Headers) -> frozenset[bytes]:
     return frozenset(options)
 
 
-@dataclass(slots=True)
-class RequestFraming:
-    chunked: bool = False  # the client sent Transfer-Encoding: chunked
-    has_body: bool = False  # chunked, or a Content-Length above zero
-    expect_continue: bool = False
+def _without_options(kept: Headers, headers: Headers) -> Headers:
+    """`kept` less the fields `headers`' Connection fields name (hop-by-hop ones kept on purpose,
+    an Upgrade answer's, stay)."""
+    options = _connection_options(headers)
+    if not options:
+        return kept
+    return [(n, v) for n, v in kept if (k := n.lower()) in HOP_BY_HOP or k not in options]
+
+
+def forwarded_tail(client: str, scheme: str) -> bytes:
+    """What follows `x-forwarded-for: <earlier hops>, ` up to the host: fixed per connection."""
+    return f"{client}\r\nx-forwarded-proto: {scheme}\r\nx-forwarded-host: ".encode("latin-1")
 
 
 def upstream_request(
@@ -53,89 +98,112 @@ def upstream_request(
     headers: Headers,
     *,
     host: bytes,
-    client: str,
-    scheme: bytes,
+    forwarded: bytes,
     plan: BytesPlan,
     upgrade: bytes = b"",
     close: bool = False,
-) -> tuple[bytes, RequestFraming]:
-    """The request head to send upstream, and how the client framed its body."""
-    framing = RequestFraming()
+) -> tuple[bytes, bool]:
+    """The request head to send upstream, and whether the client sent its body chunked.
+
+    `forwarded` comes from `forwarded_tail` (the client address and scheme, once per connection).
+    """
+    chunked = False
     xff = b""
-    options = _connection_options(headers) if _has(headers, CONNECTION) else frozenset()
-    kept: Headers = []
-    for name, value in headers:
-        lower = name.lower()
-        if lower in REQUEST_OWN:
-            if lower == TRANSFER_ENCODING:
-                framing.chunked = framing.has_body = b"chunked" in value.lower()
-            elif lower == XFF:
-                xff = value + b", "
-            continue
-        if options and lower in options:
-            continue
-        if lower == CONTENT_LENGTH:
-            framing.has_body = framing.has_body or value.strip() not in (b"0", b"")
-        elif lower == b"expect":
-            framing.expect_continue = value.lower() == b"100-continue"
-        kept.append((name, value))
-    if plan:
-        kept = apply_plan(plan, kept)
     parts = [method, b" ", target, b" HTTP/1.1\r\nhost: ", host, b"\r\n"]
-    for name, value in kept:
-        parts += (name, b": ", value, b"\r\n")
-    parts += (b"x-forwarded-for: ", xff, client.encode(), b"\r\nx-forwarded-proto: ", scheme)
-    parts += (b"\r\nx-forwarded-host: ", host, b"\r\n")
-    if framing.chunked:
-        parts.append(b"transfer-encoding: chunked\r\n")
+    kept: Headers | None = [] if plan else None  # plans apply to pairs: collect those first
+    connection = False
+    for name, value in headers:
+        kind = _KINDS.get(name)
+        if kind is None:
+            kind = _kind(name)
+        if not kind or kind == LENGTH:
+            if kept is None:
+                parts += (name, b": ", value, b"\r\n")
+            else:
+                kept.append((name, value))
+        elif kind == TE:
+            chunked = b"chunked" in value.lower()
+        elif kind == XFF_:
+            xff = value + b", "
+        elif kind == CONN and value.strip().lower() not in _PLAIN_CONNECTION:
+            connection = True
+    if connection or kept is not None:
+        # The rare shapes: start again from the pairs, drop what Connection names, apply plans.
+        del parts[6:]
+        pairs = [(n, v) for n, v in headers if not _kind(n) or _kind(n) == LENGTH]
+        if connection:
+            pairs = _without_options(pairs, headers)
+        if plan:
+            pairs = apply_plan(plan, pairs)
+        for name, value in pairs:
+            parts += (name, b": ", value, b"\r\n")
+    parts += (b"x-forwarded-for: ", xff, forwarded, host)
+    if chunked:
+        parts.append(b"\r\ntransfer-encoding: chunked")
     if upgrade:
-        parts += (b"connection: upgrade\r\nupgrade: ", upgrade, b"\r\n")
+        parts += (b"\r\nconnection: upgrade\r\nupgrade: ", upgrade, b"\r\n\r\n")
     elif close:
-        parts.append(responses.CLOSE)
-    parts.append(b"\r\n")
-    return b"".join(parts), framing
-
-
-def _has(headers: Headers, wanted: bytes) -> bool:
-    return any(len(n) == len(wanted) and n.lower() == wanted for n, _ in headers)
-
-
-@dataclass(slots=True)
-class ResponseFraming:
-    length: bool = False  # the upstream sent a Content-Length: bytes pass as they come
-    chunked_in: bool = False  # the upstream sent chunked
+        parts += (b"\r\n", responses.CLOSE, b"\r\n")
+    else:
+        parts.append(b"\r\n\r\n")
+    return b"".join(parts), chunked
 
 
 def client_response(
+    out: list[bytes],
     status: int,
     headers: Headers,
     *,
     plan: BytesPlan,
     extra: Headers,
     keep_upgrade: bool = False,
-) -> tuple[Headers, ResponseFraming]:
-    """The upstream response's headers as the client gets them (before framing is decided)."""
-    framing = ResponseFraming()
-    options = _connection_options(headers) if _has(headers, CONNECTION) else frozenset()
-    kept: Headers = []
+) -> int:
+    """Append the status line and the headers the client gets to `out`; return framing flags.
+
+    The caller appends the framing fields and the blank line (they depend on the client).
+    """
+    flags = 0
+    out.append(responses.status_line(status))
+    start = len(out)
+    connection = False
     for name, value in headers:
-        lower = name.lower()
-        if lower in HOP_BY_HOP:
-            if lower == TRANSFER_ENCODING:
-                framing.chunked_in = b"chunked" in value.lower()
-            elif keep_upgrade and lower in (b"upgrade", CONNECTION):
-                kept.append((name, value))
-            continue
-        if options and lower in options:
-            continue
-        if lower == CONTENT_LENGTH:
-            framing.length = True
-        kept.append((name, value))
-    if plan:
-        kept = apply_plan(plan, kept)
-    if extra:
-        kept.extend(extra)
-    return kept, framing
+        kind = _KINDS.get(name)
+        if kind is None:
+            kind = _kind(name)
+        if not kind:
+            out += (name, b": ", value, b"\r\n")
+        elif kind == LENGTH:
+            flags |= HAS_LENGTH
+            out += (name, b": ", value, b"\r\n")
+        elif kind == TE:
+            if b"chunked" in value.lower():
+                flags |= CHUNKED_IN
+        elif kind == CONN:
+            connection = connection or value.strip().lower() not in _PLAIN_CONNECTION
+        elif kind in (OWN, XFF_):
+            # Host and X-Forwarded-* are the proxy's own on requests only: they pass here.
+            out += (name, b": ", value, b"\r\n")
+        if keep_upgrade and kind in (CONN, UPGRADE):
+            out += (name, b": ", value, b"\r\n")
+    if connection or plan:
+        pairs = [(n, v) for n, v in headers if _passes(n, keep_upgrade)]
+        if connection:
+            pairs = _without_options(pairs, headers)
+        if plan:
+            pairs = apply_plan(plan, pairs)
+        del out[start:]
+        for name, value in pairs:
+            out += (name, b": ", value, b"\r\n")
+    for name, value in extra:
+        out += (name, b": ", value, b"\r\n")
+    return flags
+
+
+def _passes(name: bytes, keep_upgrade: bool) -> bool:
+    lower = name.lower()
+    if lower in HOP_BY_HOP:
+        return keep_upgrade and lower in (b"upgrade", CONNECTION)
+    return True
 
 
 def serialize(status: int, headers: Headers, tail: bytes) -> bytes:

@@ -21,7 +21,7 @@ from typing import cast
 
 import httptools
 
-from coxswain_proxy.dataplane import errors, flow, forward, responses
+from coxswain_proxy.dataplane import errors, flow, forward, heads, responses
 from coxswain_proxy.dataplane.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,8 @@ class HttpConnection(asyncio.Protocol):
     __slots__ = (
         "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
         "current", "queue", "parsing", "url", "headers", "size", "host", "hosts",
-        "last_active", "head_started", "closed", "tunnel", "write_paused", "drain",
+        "last_active", "head_started", "closed", "tunnel", "write_paused", "drain", "forwarded",
+        "limit",
     )  # fmt: skip
 
     def __init__(self, rt: Runtime, port: int, scheme: str) -> None:
@@ -59,6 +60,8 @@ class HttpConnection(asyncio.Protocol):
         self.tunnel: asyncio.Transport | None = None  # after an Upgrade: the upstream transport
         self.write_paused = False
         self.drain = False  # its listener was removed: close after the request in flight
+        self.forwarded = b""  # heads.forwarded_tail: fixed for the connection, built once
+        self.limit = rt.config.max_header_bytes
 
     # ------------------------------------------------------------------ connection lifetime
 
@@ -69,6 +72,7 @@ class HttpConnection(asyncio.Protocol):
         flow.limit_writes(self.transport)
         peer = transport.get_extra_info("peername")
         self.client = peer[0] if peer else ""
+        self.forwarded = heads.forwarded_tail(self.client, self.scheme)
         sslobj = transport.get_extra_info("ssl_object")
         if isinstance(sslobj, ssl.SSLObject):
             self.sni = getattr(sslobj, "coxswain_sni", None)
@@ -157,23 +161,23 @@ class HttpConnection(asyncio.Protocol):
         self.size = 0
         self.host = None
         self.hosts = 0
-        self.head_started = self.rt.loop.time()
+        # The time data_received just read: when this request's first byte came.
+        self.head_started = self.last_active
 
     def on_url(self, url: bytes) -> None:
         self.url += url
-        self._count(len(url))
+        size = self.size = self.size + len(url)
+        if size > self.limit:
+            raise errors.HeadersTooLarge()
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._count(len(name) + len(value) + 4)
+        size = self.size = self.size + len(name) + len(value) + 4
+        if size > self.limit:
+            raise errors.HeadersTooLarge()
         self.headers.append((name, value))
         if len(name) == 4 and name.lower() == HOST:
             self.host = value
             self.hosts += 1
-
-    def _count(self, n: int) -> None:
-        self.size += n
-        if self.size > self.rt.config.max_header_bytes:
-            raise errors.HeadersTooLarge()
 
     def on_headers_complete(self) -> None:
         self.head_started = 0.0
@@ -213,10 +217,13 @@ class HttpConnection(asyncio.Protocol):
         if not keep_alive or self.rt.draining or self.drain:
             self.close()
             return
-        self.current = self.queue.popleft() if self.queue else None
-        if self.current is not None:
+        queue = self.queue
+        if queue:
+            self.current = queue.popleft()
             self.current.start()
-        if not self.queue:
+        else:
+            self.current = None
+        if not queue and self.gate.held:
             self.gate.resume(flow.PIPELINE)
 
     def _upgrade(self, rest: bytes) -> None:

@@ -86,6 +86,12 @@ class RulePlan:
     cors: Cors | None
     mirrors: tuple[Mirror, ...]  # the rule's own: once per request, before the pick
     backends: dict[int, BackendPlan]  # by id() of the Backend object
+    # The rule's timeouts and retry, read once here rather than through the rule per request.
+    retries: int = 0  # retry.attempts
+    retry_codes: frozenset[int] = frozenset()
+    backoff: float = 0.0  # seconds
+    attempt_timeout: float = 0.0  # seconds per attempt (timeouts.backendRequest); 0: none
+    request_timeout: float = 0.0  # seconds for the whole request (timeouts.request); 0: none
 
 
 def _of(filters: Iterable[object], kind: type[Any]) -> list[Any]:
@@ -132,6 +138,11 @@ def rule_plan(rule: Rule) -> RulePlan:
         cors=cors[0] if cors else None,
         mirrors=mirrors,
         backends={id(b): _backend_plan(rule, b) for b in rule.backends},
+        retries=rule.retry.attempts,
+        retry_codes=frozenset(rule.retry.codes),
+        backoff=rule.retry.backoff_ms / 1000,
+        attempt_timeout=rule.timeouts.backend_request_ms / 1000,
+        request_timeout=rule.timeouts.request_ms / 1000,
     )
 
 
