@@ -21,7 +21,7 @@ from typing import cast
 
 import httptools
 
-from coxswain_proxy.dataplane import errors, flow, forward, heads, responses
+from coxswain_proxy.dataplane import attempts, errors, flow, forward, heads, responses
 from coxswain_proxy.dataplane.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -210,7 +210,7 @@ class HttpConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ exchanges
 
-    def finished(self, exchange: forward.Exchange, keep_alive: bool) -> None:
+    def finished(self, exchange: attempts.Attempts, keep_alive: bool) -> None:
         """The exchange answered and its request was read whole (or will not be)."""
         if exchange is not self.current:
             return
