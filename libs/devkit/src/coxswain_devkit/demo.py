@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -74,29 +73,6 @@ def _wait_programmed(client: Any) -> dict[str, Any]:
         time.sleep(0.2)
 
 
-def _bind_ports(stack: Stack, gateway: dict[str, Any], workdir: Path) -> dict[str, int]:
-    """The shared proxy's bind port per listener, as the controller's own translation says."""
-    with stack.client() as client:
-        custom: Any = kubernetes.client.CustomObjectsApi(client)
-        gateway_class = custom.get_cluster_custom_object(
-            "gateway.networking.k8s.io", "v1", "gatewayclasses", gateway["spec"]["gatewayClassName"]
-        )
-    manifest = workdir / "gateway.yaml"
-    manifest.write_text(
-        yaml.safe_dump_all(
-            [{**gateway_class, "kind": "GatewayClass"}, {**gateway, "kind": "Gateway"}]
-        )
-    )
-    argv = stack.launcher.argv("controller", "translate", "-f", str(manifest))
-    rendered = yaml.safe_load(
-        subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    )
-    for resource in rendered["snapshots"]["SharedPool"]:
-        if resource["key"] == f"listeners/{GATEWAY[0]}/{GATEWAY[1]}":
-            return {x["name"]: x["bind_port"] for x in resource["spec"]["listeners"]}
-    return {}
-
-
 def _print_ready(
     stack: Stack, gateway: dict[str, Any], ports: dict[str, int], ca_file: Path
 ) -> None:
@@ -154,7 +130,7 @@ def run(offset: int, manifests: Path) -> int:
             stack.start()
             with stack.client() as client:
                 gateway = _wait_programmed(client)
-            _print_ready(stack, gateway, _bind_ports(stack, gateway, workdir), ca_file)
+            _print_ready(stack, gateway, stack.bind_ports(*GATEWAY), ca_file)
             stop.wait()
         except ProcessError as err:
             print(f"demo: a service failed: {err}", file=sys.stderr)

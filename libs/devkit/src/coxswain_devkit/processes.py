@@ -8,10 +8,12 @@ overstays its grace period, so a test can assert a clean shutdown and still neve
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +21,20 @@ from types import TracebackType
 from typing import IO, Any
 
 LogLine = dict[str, Any]
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the launcher dies, even by SIGKILL.
+
+    A service runs in its own session (so one Ctrl-C does not reach it twice), which also means
+    a killed test runner would otherwise leave it running; the kernel's parent-death signal
+    makes sure it goes too. Linux only; elsewhere a no-op.
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class ProcessError(Exception):
@@ -54,6 +70,7 @@ class ServiceProcess:
             stdin=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_die_with_parent,  # only an async-signal-safe prctl before exec
         )
         assert self._proc.stderr is not None
         self._reader = threading.Thread(

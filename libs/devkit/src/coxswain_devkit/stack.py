@@ -10,6 +10,7 @@ only in how each role is launched (`Launcher`): from source modules, or from bui
 from __future__ import annotations
 
 import base64
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -19,12 +20,14 @@ from typing import Any
 
 import kubernetes
 import kubernetes.utils
+import yaml
 
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.processes import ProcessError, ServiceProcess
 
 __all__ = ["EchoBackend", "Launcher", "Stack", "StackPorts", "tls_secret"]
 
+GATEWAY_GROUP = "gateway.networking.k8s.io"
 TRUST_CONFIGMAP = ("coxswain-system", "coxswain-discovery-trust")
 PROXY_ACCOUNT = ("coxswain-system", "coxswain-proxy")
 AUDIENCE = "coxswain-discovery"
@@ -77,22 +80,24 @@ class Stack:
     echo_services: Sequence[tuple[str, str]] = ()  # (namespace, Service) to back with an echo
     ports: StackPorts = field(default_factory=StackPorts)
     proxy_args: Sequence[str] = ()
+    gateway_api: str = "standard"  # the Gateway API CRDs the emulator serves ("none": Ingress only)
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
     echoes: list[EchoBackend] = field(default_factory=list)
     api_url: str = ""
     kubeconfig: Path | None = None
-    discovery_port: int = 0
+    discovery_ports: list[int] = field(default_factory=list)  # every controller started
     identity_port: int = 0
     admin_ports: dict[str, int] = field(default_factory=dict)
     extra_objects: Sequence[dict[str, Any]] = ()  # created right after the API server starts
 
-    def start(self) -> Stack:
+    def start(self, *, with_proxy: bool = True) -> Stack:
         try:
             self._start_apiserver()
             self._start_echoes()
             self._start_identity()
-            self._start_controller()
-            self._start_proxy()
+            self.start_controller()
+            if with_proxy:
+                self.start_proxy()
         except BaseException:
             self.stop()
             raise
@@ -121,13 +126,21 @@ class Stack:
 
     def _start_apiserver(self) -> None:
         self.kubeconfig = self.workdir / "kubeconfig"
-        args = ["apiserver", "--address", "127.0.0.1", "--port", "0", "--gateway-api", "standard"]
+        args = ["apiserver", "--address", "127.0.0.1", "--port", "0"]
+        args += ["--gateway-api", self.gateway_api]
         args += ["--kubeconfig-out", str(self.kubeconfig)]
         if self.manifests is not None:
             args += ["--manifests", str(self.manifests)]
         line = self._run("devkit", "apiserver", *args, listening="apiserver listening")
         self.api_url = f"http://127.0.0.1:{line['port']}"
         with self.client() as client:
+            core: Any = kubernetes.client.CoreV1Api(client)
+            # What a Helm install would have made: the system namespace and the proxy's account.
+            _create_absent(core.create_namespace, {"metadata": {"name": PROXY_ACCOUNT[0]}})
+            _create_absent(
+                lambda body: core.create_namespaced_service_account(PROXY_ACCOUNT[0], body),
+                {"metadata": {"name": PROXY_ACCOUNT[1]}},
+            )
             create: Any = kubernetes.utils.create_from_dict  # untyped in the client
             for obj in self.extra_objects:
                 create(client, obj)
@@ -164,24 +177,44 @@ class Stack:
         )  # fmt: skip
         self.identity_port = int(line["port"])
 
-    def _start_controller(self) -> None:
+    def start_controller(
+        self, name: str = "controller", *, port: int = 0, leader_election: bool = False
+    ) -> int:
+        """Start a controller (another one, for failover tests); returns its discovery port."""
+        election = [
+            "--leader-election",
+            "--pod-name",
+            name,
+            "--lease-duration",
+            "2",
+            "--lease-renew-interval",
+            "0.3",
+            "--lease-renew-deadline",
+            "1",
+        ]
         line = self._run(
-            "controller", "controller", "serve", "--api-server", self.api_url,
-            "--no-leader-election",
+            "controller", name, "serve", "--api-server", self.api_url,
+            *(election if leader_election else ["--no-leader-election"]),
             "--admin-address", "127.0.0.1", "--admin-port", "0",
-            "--discovery-address", "127.0.0.1", "--discovery-port", "0",
+            "--discovery-address", "127.0.0.1", "--discovery-port", str(port),
             "--ingress-http-port", str(self.ports.ingress_http),
             "--ingress-https-port", str(self.ports.ingress_https),
             listening="discovery listening",
         )  # fmt: skip
-        self.discovery_port = int(line["port"])
+        if int(line["port"]) not in self.discovery_ports:
+            self.discovery_ports.append(int(line["port"]))
+        return int(line["port"])
 
-    def _start_proxy(self) -> None:
+    def start_proxy(
+        self, name: str = "proxy", *, scope: Sequence[str] = ("--shared",)
+    ) -> ServiceProcess:
+        """Start a proxy subscribed to every controller started so far."""
         token, bundle = self._proxy_credentials()
+        endpoints = ",".join(f"127.0.0.1:{p}" for p in self.discovery_ports)
         self._run(
-            "proxy", "proxy", "serve", "--shared", "--node-id", "demo-proxy",
+            "proxy", name, "serve", *scope, "--node-id", name,
             "--admin-address", "127.0.0.1", "--admin-port", "0",
-            "--discovery-endpoint", f"127.0.0.1:{self.discovery_port}",
+            "--discovery-endpoint", endpoints,
             "--discovery-bootstrap-endpoint", f"127.0.0.1:{self.identity_port}",
             "--discovery-server-name", "localhost",
             "--token-path", str(token), "--trust-bundle-path", str(bundle),
@@ -190,6 +223,28 @@ class Stack:
             "--ingress-https-port", str(self.ports.ingress_https), *self.proxy_args,
             listening="admin server listening",
         )  # fmt: skip
+        return self.processes[name]
+
+    def bind_ports(self, namespace: str, name: str) -> dict[str, int]:
+        """The shared proxy's bind port per listener of a Gateway, as the controller's own
+        translation computes it (run offline through `coxswain-controller translate`)."""
+        with self.client() as client:
+            custom: Any = kubernetes.client.CustomObjectsApi(client)
+            gateway = custom.get_namespaced_custom_object(
+                GATEWAY_GROUP, "v1", namespace, "gateways", name
+            )
+            cls = custom.get_cluster_custom_object(
+                GATEWAY_GROUP, "v1", "gatewayclasses", gateway["spec"]["gatewayClassName"]
+            )
+        manifest = self.workdir / f"gateway-{namespace}-{name}.yaml"
+        documents = [{**cls, "kind": "GatewayClass"}, {**gateway, "kind": "Gateway"}]
+        manifest.write_text(yaml.safe_dump_all(documents))
+        argv = self.launcher.argv("controller", "translate", "-f", str(manifest))
+        output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        for resource in yaml.safe_load(output)["snapshots"]["SharedPool"]:
+            if resource["key"] == f"listeners/{namespace}/{name}":
+                return {x["name"]: int(x["bind_port"]) for x in resource["spec"]["listeners"]}
+        return {}
 
     def _proxy_credentials(self) -> tuple[Path, Path]:
         """The files a kubelet would mount: a projected token and the trust bundle."""
@@ -205,6 +260,14 @@ class Stack:
         bundle_path = self.workdir / "ca.crt"
         bundle_path.write_text(bundle)
         return token_path, bundle_path
+
+
+def _create_absent(create: Any, body: dict[str, Any]) -> None:
+    try:
+        create(body)
+    except kubernetes.client.exceptions.ApiException as err:
+        if err.status != 409:
+            raise
 
 
 def _wait_for_bundle(core: Any) -> str:
