@@ -31,12 +31,6 @@ WAIT = 60.0
 GROUP, VERSION = "gateway.networking.k8s.io", "v1"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -126,6 +120,36 @@ HTTP = {"name": "http", "port": 80, "protocol": "HTTP"}
 PLURALS = {"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute": "httproutes"}
 
 
+class Traffic:
+    """Requests sent without pause from background threads; every non-200 is kept."""
+
+    def __init__(self, port: int, host: str, *, threads: int = 1) -> None:
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, args=(port, host)) for _ in range(threads)
+        ]
+
+    def _run(self, port: int, host: str) -> None:
+        while not self._stop.is_set():
+            try:
+                status, _ = get(port, host)
+                if status != 200:
+                    self.failures.append(str(status))
+            except OSError as err:
+                self.failures.append(repr(err))
+
+    def __enter__(self) -> Traffic:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+
 class Cluster:
     """Talks to the stack's API emulator through the real `kubernetes` client."""
 
@@ -160,7 +184,7 @@ class Cluster:
 
 
 def _stack(tmp_path: Path, echoes: list[tuple[str, str]], **settings: Any) -> Stack:
-    ports = StackPorts(free_port(), free_port())
+    ports = StackPorts.free()
     return Stack(
         Launcher.pex_files(Path(".")), tmp_path, echo_services=echoes, ports=ports, **settings
     )
@@ -327,21 +351,7 @@ def test_leader_failover_keeps_status_flowing_and_no_request_fails(
     )
     port = cluster.http_port(ns)
     eventually(lambda: pod(port, "web.example") == "one-0", "traffic")
-    failures: list[str] = []
-    stop = threading.Event()
-
-    def traffic() -> None:
-        while not stop.is_set():
-            try:
-                status, _ = get(port, "web.example")
-                if status != 200:
-                    failures.append(str(status))
-            except OSError as err:
-                failures.append(repr(err))
-
-    worker = threading.Thread(target=traffic)
-    worker.start()
-    try:
+    with Traffic(port, "web.example") as traffic:
         coordination: Any = kubernetes.client.CoordinationV1Api(cluster.client)
         leader = coordination.read_namespaced_lease(
             "coxswain-controller", "coxswain-system"
@@ -363,10 +373,7 @@ def test_leader_failover_keeps_status_flowing_and_no_request_fails(
         eventually(
             lambda: pod(port, "web.example") == "two-0", "traffic to follow via the new leader"
         )
-    finally:
-        stop.set()
-        worker.join()
-    assert failures == []
+    assert traffic.failures == []
 
 
 @pytest.mark.stack(ns="e2e-identity")
@@ -420,3 +427,31 @@ def test_ingress_only_mode_when_the_gateway_api_is_absent(cluster: Cluster) -> N
     cluster.create(service(ns, "one"), ingress_class, ingress)
     port = cluster.stack.ports.ingress_http
     eventually(lambda: pod(port, "shop.example") == "one-0", "Ingress traffic")
+
+
+@pytest.mark.stack(ns="e2e-churn")
+def test_one_hundred_route_edits_under_continuous_traffic_fail_no_request(cluster: Cluster) -> None:
+    ns = "e2e-churn"
+    cluster.create(
+        gateway_class(),
+        service(ns, "one"),
+        service(ns, "two"),
+        gateway(ns, [HTTP]),
+        route(ns, "web", "web.example", "one"),
+    )
+    port = cluster.http_port(ns)
+    eventually(lambda: pod(port, "web.example") == "one-0", "traffic")
+    with Traffic(port, "web.example", threads=2) as traffic:
+        for edit in range(100):
+            backend = ("two", "one")[edit % 2]
+            patch = {"spec": {"rules": [{"backendRefs": [{"name": backend, "port": 80}]}]}}
+            cluster.custom.patch_namespaced_custom_object(
+                GROUP, VERSION, ns, "httproutes", "web", patch
+            )
+            expected = f"{backend}-0"
+
+            def followed(expected: str = expected) -> bool:
+                return pod(port, "web.example") == expected
+
+            eventually(followed, f"edit {edit}")
+    assert traffic.failures == []

@@ -10,6 +10,7 @@ only in how each role is launched (`Launcher`): from source modules, or from bui
 from __future__ import annotations
 
 import base64
+import socket
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ import yaml
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.processes import ProcessError, ServiceProcess
 
-__all__ = ["EchoBackend", "Launcher", "Stack", "StackPorts", "tls_secret"]
+__all__ = ["EchoBackend", "Launcher", "Stack", "StackPorts", "free_port", "tls_secret"]
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 TRUST_CONFIGMAP = ("coxswain-system", "coxswain-discovery-trust")
@@ -62,6 +63,17 @@ class StackPorts:
 
     ingress_http: int = 18080
     ingress_https: int = 18443
+
+    @classmethod
+    def free(cls) -> StackPorts:
+        """Two ports free right now on 127.0.0.1 (for tests and benchmarks running side by side)."""
+        return cls(free_port(), free_port())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @dataclass
