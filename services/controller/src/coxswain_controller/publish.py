@@ -136,6 +136,8 @@ class Publisher:
     def _on_leadership(self, leader: bool) -> None:
         if leader and self._events is not None:
             self._events.new_term()
+        if leader and self._writer is not None:
+            self._writer.forget()
         if leader:
             self.changed()
 

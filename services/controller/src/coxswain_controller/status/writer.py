@@ -68,15 +68,24 @@ class StatusWriter:
         self._confirm = confirm_leader
         self._clock = clock
         self._pending: dict[ObjectRef, Verdict] = {}
+        # What each object's status was last seen to say (written or found equal), so a pass
+        # that concludes the same makes no API call at all (spec 003: "a resync that changes
+        # nothing makes no API call").
+        self._settled: dict[ObjectRef, tuple[int, str, Any]] = {}
         self._wake = asyncio.Event()
         self.idle = asyncio.Event()  # set while nothing is pending (tests wait on it)
         self.idle.set()
 
     def submit(self, verdicts: Iterable[Verdict]) -> None:
-        """Queue the latest verdict for each object; older queued verdicts are replaced."""
+        """Queue the latest verdict for each object; older queued verdicts are replaced, and
+        verdicts the object's status already carries are dropped without an API call."""
         for verdict in verdicts:
-            if verdict.ref.kind in PLURALS:
-                self._pending[verdict.ref] = verdict
+            if verdict.ref.kind not in PLURALS:
+                continue
+            if self._settled.get(verdict.ref) == self._key(verdict):
+                self._pending.pop(verdict.ref, None)
+                continue
+            self._pending[verdict.ref] = verdict
         if self._pending:
             self.idle.clear()
             self._wake.set()
@@ -94,6 +103,14 @@ class StatusWriter:
                     break
             if not self._pending:
                 self.idle.set()
+
+    def forget(self) -> None:
+        """Re-verify everything on the next pass (a new leadership term)."""
+        self._settled.clear()
+
+    def _key(self, verdict: Verdict) -> tuple[int, str, Any]:
+        fragment = status_fragment(verdict, self._controller)
+        return (verdict.generation, verdict.uid, fragment)
 
     async def write(self, verdict: Verdict) -> WriteResult:
         kind = verdict.ref.kind
@@ -116,6 +133,8 @@ class StatusWriter:
                 )
                 result = "failed"
             WRITES.labels(kind=kind, result=result).inc()
+            if result in ("written", "unchanged"):
+                self._settled[verdict.ref] = self._key(verdict)
             return WriteResult(verdict.ref, result)
         FAILURES.labels(kind=kind).inc()
         WRITES.labels(kind=kind, result="failed").inc()
