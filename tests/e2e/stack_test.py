@@ -325,10 +325,29 @@ def test_a_killed_controller_leaves_traffic_served_and_the_proxy_reconnects(
     cluster.stack.processes.pop("controller").kill()
     for _ in range(20):
         assert pod(port, "web.example") == "one-0"  # the last snapshot keeps serving
+    admin = _admin_port(cluster.stack.processes["proxy"])
+    readyz = eventually(lambda: "degraded" in (r := _admin(admin, "/readyz"))[1] and r, "degraded")
+    assert readyz[0] == 200  # still ready: it serves what it holds
+    health = json.loads(_admin(admin, "/api/v1/health")[1])
+    assert health["ready"] is True and any("degraded" in w for w in health["warnings"])
     cluster.stack.start_controller("controller-2", port=discovery)
     patch = {"spec": {"rules": [{"backendRefs": [{"name": "two", "port": 80}]}]}}
     cluster.custom.patch_namespaced_custom_object(GROUP, VERSION, ns, "httproutes", "web", patch)
     eventually(lambda: pod(port, "web.example") == "two-0", "the proxy to reconnect and follow")
+
+
+def _admin_port(process: Any) -> int:
+    return next(int(e["port"]) for e in process.lines if e.get("msg") == "admin server listening")
+
+
+def _admin(port: int, path: str) -> tuple[int, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
 
 
 @pytest.mark.stack(ns="e2e-failover", with_proxy=False)
@@ -384,13 +403,7 @@ def test_a_proxy_with_the_wrong_identity_for_a_dedicated_scope_is_denied(cluster
     )
     line = dedicated.wait_for(lambda entry: "PERMISSION_DENIED" in json.dumps(entry), timeout=WAIT)
     assert "may not subscribe" in json.dumps(line) or "not a dedicated Gateway" in json.dumps(line)
-    admin = next(
-        int(e["port"]) for e in dedicated.lines if e.get("msg") == "admin server listening"
-    )
-    conn = http.client.HTTPConnection("127.0.0.1", admin, timeout=10)
-    conn.request("GET", "/readyz")
-    assert conn.getresponse().status == 503
-    conn.close()
+    assert _admin(_admin_port(dedicated), "/readyz")[0] == 503
 
 
 @pytest.mark.stack(ns="e2e-ingress", gateway_api="none")

@@ -42,6 +42,9 @@ class Readiness:
     def warn(self, key: str, warning: str) -> None:
         self._warnings[key] = warning
 
+    def clear_warning(self, key: str) -> None:
+        self._warnings.pop(key, None)
+
     @property
     def reasons(self) -> list[str]:
         return list(self._awaited.values())
@@ -70,7 +73,20 @@ def _app(readiness: Readiness) -> web.Application:
     app = web.Application()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+
+    async def health(_: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "service": "proxy",
+                "version": __version__,
+                "ready": not readiness.reasons,
+                "notReady": readiness.reasons,
+                "warnings": readiness.warnings,
+            }
+        )
+
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/api/v1/health", health)
     return app
 
 

@@ -119,7 +119,20 @@ def _client(
         holder=holder,
         bound=binder,
         on_stop=lambda reason: readiness.warn("discovery", reason),
+        on_connection=lambda connected: _connection(readiness, connected),
     )
+
+
+DEGRADED = "degraded: not connected to the controller; serving the last snapshot received"
+
+
+def _connection(readiness: admin.Readiness, connected: bool) -> None:
+    # Still ready while disconnected: the held routing keeps serving (spec 001); /readyz says
+    # it is degraded so an operator sees it.
+    if connected:
+        readiness.clear_warning("connection")
+    else:
+        readiness.warn("connection", DEGRADED)
 
 
 async def serve(args: argparse.Namespace) -> None:

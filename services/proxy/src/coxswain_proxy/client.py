@@ -54,6 +54,7 @@ class DiscoveryClient:
         clock: Clock | None = None,
         rand: Callable[[], float] = random.random,
         on_stop: Callable[[str], None] = lambda _: None,
+        on_connection: Callable[[bool], None] = lambda _: None,
     ) -> None:
         self._config = config
         self._issuer = issuer
@@ -62,6 +63,7 @@ class DiscoveryClient:
         self._clock = clock or SystemClock()
         self._rand = rand
         self._on_stop = on_stop  # told why, once discovery has stopped for good
+        self._on_connection = on_connection  # told when a stream starts or stops delivering
         self._backoff = Backoff(config.backoff, rand)
         self._rotation = endpoints.Rotation(config.endpoints)
         self._lifecycle = Lifecycle()
@@ -88,7 +90,7 @@ class DiscoveryClient:
                 if await self._after(end):
                     return
         finally:
-            metrics.DISCOVERY_CONNECTED.set(0)
+            self._connected(False)
 
     async def _after(self, end: StreamEnd) -> bool:
         """Act on how a stream ended; True when discovery must stop."""
@@ -152,7 +154,7 @@ class DiscoveryClient:
             )
             return await session.run(self._renewal(current))
         finally:
-            metrics.DISCOVERY_CONNECTED.set(0)
+            self._connected(False)
             # Close the stream, then the channel (on shutdown too: this runs on cancellation).
             call.cancel()
             await channel.close()
@@ -169,7 +171,11 @@ class DiscoveryClient:
         self._lifecycle.enter(Phase.STREAMING)
         self._backoff.reset()
         self._not_leader_streak = 0
-        metrics.DISCOVERY_CONNECTED.set(1)
+        self._connected(True)
+
+    def _connected(self, connected: bool) -> None:
+        metrics.DISCOVERY_CONNECTED.set(1 if connected else 0)
+        self._on_connection(connected)
 
     async def _renewal(self, current: Svid) -> Svid:
         """A new SVID, obtained from half way through `current`'s lifetime on.
