@@ -52,10 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     echo = commands.add_parser("echo", help="run the echo backend")
     echo.add_argument("--address", default="127.0.0.1", help="listen address")
-    echo.add_argument(
-        "--port", type=int, default=8080, help="HTTP/1.1, h2c and WebSocket port (0: any)"
-    )
+    echo.add_argument("--port", type=int, default=8080, help="HTTP/1.1 and WebSocket port (0: any)")
     echo.add_argument("--grpc-port", type=int, help="also serve the gRPC echo service on this port")
+    echo.add_argument("--h2c-port", type=int, help="also serve cleartext HTTP/2 on this port")
     echo.add_argument("--namespace", default="default", help="the namespace it reports")
     echo.add_argument("--pod", default="echo", help="the pod name it reports")
     return parser
@@ -103,6 +102,7 @@ async def run_echo(args: argparse.Namespace) -> None:
         host=args.address,
         port=args.port,
         grpc_port=args.grpc_port,
+        h2c_port=args.h2c_port,
         namespace=args.namespace,
         pod=args.pod,
     )

@@ -1,4 +1,4 @@
-"""The echo backend: HTTP/1.1 (and WebSocket) and gRPC servers that answer with what they saw.
+"""The echo backend: HTTP/1.1 (and WebSocket), h2c and gRPC servers answering with what they saw.
 
     async with EchoServer(namespace="ns", pod="echo-0", grpc_port=0) as echo:
         ...  # echo.url, echo.grpc_port
@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web as aioweb
 
-from coxswain_devkit.echo import grpc_echo
+from coxswain_devkit.echo import grpc_echo, h2c
 from coxswain_devkit.echo.web import Identity, application
 
 __all__ = ["EchoServer", "Identity"]
@@ -29,12 +29,15 @@ class EchoServer:
         host: str = "127.0.0.1",
         port: int = 0,
         grpc_port: int | None = None,
+        h2c_port: int | None = None,
         namespace: str = "default",
         pod: str = "echo",
     ) -> None:
         self.host = host
         self.port = port
         self.grpc_port = grpc_port
+        self.h2c_port = h2c_port
+        self._h2c: Any = None
         self.identity = Identity(namespace=namespace, pod=pod)
         self._runner: aioweb.AppRunner | None = None
         self._grpc: Any = None
@@ -58,9 +61,19 @@ class EchoServer:
                 "grpc echo listening",
                 extra={"fields": {"address": self.host, "port": self.grpc_port}},
             )
+        if self.h2c_port is not None:
+            self._h2c, self.h2c_port = await h2c.start(self.identity, self.host, self.h2c_port)
+            log.info(
+                "h2c echo listening",
+                extra={"fields": {"address": self.host, "port": self.h2c_port}},
+            )
         return self
 
     async def stop(self) -> None:
+        if self._h2c is not None:
+            self._h2c.close()
+            await self._h2c.wait_closed()
+            self._h2c = None
         if self._grpc is not None:
             await self._grpc.stop(1.0)
             self._grpc = None
