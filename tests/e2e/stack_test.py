@@ -182,6 +182,20 @@ class Cluster:
     def http_port(self, ns: str) -> int:
         return self.stack.bind_ports(ns, "gw")["http"]
 
+    def serve_web(self, ns: str) -> int:
+        """A Gateway with an HTTP listener and route `web` (web.example → Service "one", with
+        "two" beside it to switch to); returns the HTTP port once traffic reaches "one"."""
+        self.create(
+            gateway_class(),
+            service(ns, "one"),
+            service(ns, "two"),
+            gateway(ns, [HTTP]),
+            route(ns, "web", "web.example", "one"),
+        )
+        port = self.http_port(ns)
+        eventually(lambda: pod(port, "web.example") == "one-0", f"traffic in {ns}")
+        return port
+
 
 def _stack(tmp_path: Path, echoes: list[tuple[str, str]], **settings: Any) -> Stack:
     ports = StackPorts.free()
@@ -236,15 +250,7 @@ def test_programmed_only_after_the_proxy_acked_and_bound_then_traffic_flows(
 @pytest.mark.stack(ns="e2e-edits")
 def test_route_edits_are_followed_and_a_deleted_route_answers_404(cluster: Cluster) -> None:
     ns = "e2e-edits"
-    cluster.create(
-        gateway_class(),
-        service(ns, "one"),
-        service(ns, "two"),
-        gateway(ns, [HTTP]),
-        route(ns, "web", "web.example", "one"),
-    )
-    port = cluster.http_port(ns)
-    eventually(lambda: pod(port, "web.example") == "one-0", "the first backend")
+    port = cluster.serve_web(ns)
     patch = {"spec": {"rules": [{"backendRefs": [{"name": "two", "port": 80}]}]}}
     cluster.custom.patch_namespaced_custom_object(GROUP, VERSION, ns, "httproutes", "web", patch)
     eventually(lambda: pod(port, "web.example") == "two-0", "traffic to follow the edit")
@@ -312,15 +318,7 @@ def test_a_killed_controller_leaves_traffic_served_and_the_proxy_reconnects(
     cluster: Cluster,
 ) -> None:
     ns = "e2e-restart"
-    cluster.create(
-        gateway_class(),
-        service(ns, "one"),
-        service(ns, "two"),
-        gateway(ns, [HTTP]),
-        route(ns, "web", "web.example", "one"),
-    )
-    port = cluster.http_port(ns)
-    eventually(lambda: pod(port, "web.example") == "one-0", "traffic")
+    port = cluster.serve_web(ns)
     discovery = cluster.stack.discovery_ports[0]
     cluster.stack.processes.pop("controller").kill()
     for _ in range(20):
@@ -361,15 +359,7 @@ def test_leader_failover_keeps_status_flowing_and_no_request_fails(
     stack.start_controller("c1", leader_election=True)
     stack.start_controller("c2", leader_election=True)
     stack.start_proxy()
-    cluster.create(
-        gateway_class(),
-        service(ns, "one"),
-        service(ns, "two"),
-        gateway(ns, [HTTP]),
-        route(ns, "web", "web.example", "one"),
-    )
-    port = cluster.http_port(ns)
-    eventually(lambda: pod(port, "web.example") == "one-0", "traffic")
+    port = cluster.serve_web(ns)
     with Traffic(port, "web.example") as traffic:
         coordination: Any = kubernetes.client.CoordinationV1Api(cluster.client)
         leader = coordination.read_namespaced_lease(
@@ -445,15 +435,7 @@ def test_ingress_only_mode_when_the_gateway_api_is_absent(cluster: Cluster) -> N
 @pytest.mark.stack(ns="e2e-churn")
 def test_one_hundred_route_edits_under_continuous_traffic_fail_no_request(cluster: Cluster) -> None:
     ns = "e2e-churn"
-    cluster.create(
-        gateway_class(),
-        service(ns, "one"),
-        service(ns, "two"),
-        gateway(ns, [HTTP]),
-        route(ns, "web", "web.example", "one"),
-    )
-    port = cluster.http_port(ns)
-    eventually(lambda: pod(port, "web.example") == "one-0", "traffic")
+    port = cluster.serve_web(ns)
     with Traffic(port, "web.example", threads=2) as traffic:
         for edit in range(100):
             backend = ("two", "one")[edit % 2]
