@@ -9,6 +9,7 @@ See `web` for the JSON it answers and `grpc_echo` for the gRPC service.
 from __future__ import annotations
 
 import logging
+import ssl
 from types import TracebackType
 from typing import Any
 
@@ -30,6 +31,7 @@ class EchoServer:
         port: int = 0,
         grpc_port: int | None = None,
         h2c_port: int | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         namespace: str = "default",
         pod: str = "echo",
     ) -> None:
@@ -37,6 +39,7 @@ class EchoServer:
         self.port = port
         self.grpc_port = grpc_port
         self.h2c_port = h2c_port
+        self._ssl = ssl_context  # serve the HTTP port over TLS (a BackendTLSPolicy's backend)
         self._h2c: Any = None
         self.identity = Identity(namespace=namespace, pod=pod)
         self._runner: aioweb.AppRunner | None = None
@@ -49,7 +52,7 @@ class EchoServer:
     async def start(self) -> EchoServer:
         runner = aioweb.AppRunner(application(self.identity), access_log=None, shutdown_timeout=1.0)
         await runner.setup()
-        await aioweb.TCPSite(runner, self.host, self.port).start()
+        await aioweb.TCPSite(runner, self.host, self.port, ssl_context=self._ssl).start()
         self._runner = runner
         self.port = runner.addresses[0][1]
         log.info("echo listening", extra={"fields": {"address": self.host, "port": self.port}})

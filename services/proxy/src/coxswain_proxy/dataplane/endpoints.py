@@ -7,9 +7,13 @@ origin once per attempt. A picker lives exactly as long as its snapshot.
 
 from __future__ import annotations
 
+from typing import Any
+
+from coxswain_proxy.dataplane.upstream_tls import TlsClient
 from coxswain_routing import Endpoint, EndpointSet
 
-Origin = tuple[str, int]  # (address, port) as dialled
+# (address, port) as dialled, plus how to speak TLS to it when a BackendTLSPolicy governs it.
+Origin = tuple[str, int] | tuple[str, int, TlsClient]
 
 
 def takes_new_requests(endpoint: Endpoint) -> bool:
@@ -18,14 +22,25 @@ def takes_new_requests(endpoint: Endpoint) -> bool:
     return endpoint.ready and not endpoint.terminating
 
 
+def tls_arguments(origin: Origin) -> dict[str, Any]:
+    """The `create_connection` arguments that speak TLS to `origin`, if it wants TLS."""
+    if len(origin) == 3:
+        client: TlsClient = origin[2]
+        return {"ssl": client.context, "server_hostname": client.sni}
+    return {}
+
+
 class EndpointPicker:
     """Round robin over an endpoint set's ready endpoints; `None` when none is ready."""
 
     __slots__ = ("origins", "_next")
 
-    def __init__(self, endpoint_set: EndpointSet) -> None:
-        self.origins: tuple[Origin, ...] = tuple(
-            (e.address, e.port) for e in endpoint_set.endpoints if takes_new_requests(e)
+    def __init__(self, endpoint_set: EndpointSet, tls: TlsClient | None = None) -> None:
+        ready = [e for e in endpoint_set.endpoints if takes_new_requests(e)]
+        self.origins: tuple[Origin, ...] = (
+            tuple((e.address, e.port) for e in ready)
+            if tls is None
+            else tuple((e.address, e.port, tls) for e in ready)
         )
         self._next = 0
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from coxswain_proxy.dataplane import errors, flow, heads, mirror, responses
 from coxswain_proxy.dataplane.attempts import HTTP10, IDEMPOTENT, Attempts
 from coxswain_proxy.dataplane.stats import NO_ROUTE
-from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, apply_plan
+from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, Tables, apply_plan
 from coxswain_routing import (
     RequestTarget,
     is_preflight,
@@ -32,7 +32,6 @@ from coxswain_routing import (
 )
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.endpoints import EndpointPicker
     from coxswain_proxy.dataplane.http11 import HttpConnection
     from coxswain_routing import Candidate
 
@@ -143,7 +142,7 @@ class Exchange(Attempts):
             # of the traffic answers with a fixed 500".
             self.local(500, backend.unresolved_reason or "backend reference not resolved")
             return
-        picker = tables.endpoints.get(backend.endpoints)
+        picker = tables.picker(backend)
         if picker is None or not picker.origins:
             self.local(503, f"no ready endpoints for {backend.endpoints}")
             return
@@ -151,7 +150,7 @@ class Exchange(Attempts):
         self.picker = picker
         self._build_head(cand, plan, bplan, host, path, query)
         if plan.mirrors or bplan.mirrors:
-            self._plan_mirrors(tables.endpoints, plan, bplan, host)
+            self._plan_mirrors(tables, plan, bplan, host)
         if plan.request_timeout:
             self._arm_request_timer(plan.request_timeout)
         self._attempt(picker.pick())
@@ -188,7 +187,7 @@ class Exchange(Attempts):
 
     def _plan_mirrors(
         self,
-        endpoints: Mapping[str, EndpointPicker],
+        tables: Tables,
         plan: RulePlan,
         bplan: BackendPlan,
         host: bytes,
@@ -196,7 +195,7 @@ class Exchange(Attempts):
         for entry in (*plan.mirrors, *bplan.mirrors):
             if not entry.sampler.sample():
                 continue
-            picker = endpoints.get(entry.filter.backend.endpoints)
+            picker = tables.picker(entry.filter.backend)
             origin = picker.pick() if picker is not None else None
             if origin is not None:
                 self.mirrors.append((origin, host))

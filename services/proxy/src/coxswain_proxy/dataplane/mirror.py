@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import cast
 
-from coxswain_proxy.dataplane.endpoints import Origin
+from coxswain_proxy.dataplane.endpoints import Origin, tls_arguments
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,9 @@ async def _send(origin: Origin, data: bytes) -> None:
     transport: asyncio.BaseTransport | None = None
     try:
         async with asyncio.timeout(DEADLINE):
-            transport, _ = await loop.create_connection(lambda: protocol, origin[0], origin[1])
+            transport, _ = await loop.create_connection(
+                lambda: protocol, origin[0], origin[1], **tls_arguments(origin)
+            )
             cast(asyncio.WriteTransport, transport).write(data)
             await protocol.done
     except (OSError, TimeoutError) as exc:

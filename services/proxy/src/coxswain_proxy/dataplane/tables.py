@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coxswain_proxy.dataplane import tls
+from coxswain_proxy.dataplane import tls, upstream_tls
 from coxswain_proxy.dataplane.endpoints import EndpointPicker
 from coxswain_routing import (
     Backend,
@@ -161,10 +161,17 @@ class Tables:
     router: Router
     plans: dict[int, RulePlan]  # by id() of the Rule
     endpoints: dict[str, EndpointPicker]  # by EndpointSet key
+    # Backends a BackendTLSPolicy governs dial their endpoints over TLS: their own pickers.
+    tls_pickers: dict[int, EndpointPicker]  # by id() of the Backend
     tls: dict[int, tls.SniStore]  # by routing port
     ports: dict[int, PortInfo]  # the ports to bind
     version: str = ""
     mirrors_any: bool = field(default=False)
+
+    def picker(self, backend: Backend) -> EndpointPicker | None:
+        if backend.tls is None:
+            return self.endpoints.get(backend.endpoints)
+        return self.tls_pickers.get(id(backend))
 
 
 def _ports(resources: list[Resource], ingress: dict[int, bool]) -> dict[int, PortInfo]:
@@ -186,6 +193,26 @@ def _ports(resources: list[Resource], ingress: dict[int, bool]) -> dict[int, Por
     return ports
 
 
+def _tls_pickers(
+    resources: list[Resource], sets: dict[str, EndpointSet]
+) -> dict[int, EndpointPicker]:
+    pickers = {}
+    for resource in resources:
+        if not isinstance(resource, HostRoutes):
+            continue
+        for rule in resource.rules:
+            mirrors = [
+                f.backend
+                for f in (*rule.filters, *(g for b in rule.backends for g in b.filters))
+                if isinstance(f, RequestMirror)
+            ]
+            for backend in (*rule.backends, *mirrors):
+                if backend.tls is not None and backend.endpoints in sets:
+                    client = upstream_tls.client_for(backend.tls)
+                    pickers[id(backend)] = EndpointPicker(sets[backend.endpoints], client)
+    return pickers
+
+
 def compile_tables(
     resources: Iterable[Resource], *, ingress: dict[int, bool], version: str = ""
 ) -> Tables:
@@ -197,10 +224,12 @@ def compile_tables(
         if isinstance(resource, HostRoutes):
             for rule in resource.rules:
                 plans[id(rule)] = rule_plan(rule)
+    sets = {r.key: r for r in listed if isinstance(r, EndpointSet)}
     return Tables(
         router=router,
         plans=plans,
-        endpoints={r.key: EndpointPicker(r) for r in listed if isinstance(r, EndpointSet)},
+        endpoints={key: EndpointPicker(s) for key, s in sets.items()},
+        tls_pickers=_tls_pickers(listed, sets),
         tls={r.bind_port: tls.build_store(r) for r in listed if isinstance(r, TlsStore)},
         ports=_ports(listed, ingress),
         version=version,

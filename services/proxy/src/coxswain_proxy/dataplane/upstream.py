@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 import httptools
 
 from coxswain_proxy.dataplane import errors, flow
-from coxswain_proxy.dataplane.endpoints import Origin
+from coxswain_proxy.dataplane.endpoints import Origin, tls_arguments
 from coxswain_proxy.dataplane.pool import Limits, Pool
 
 if TYPE_CHECKING:
@@ -234,7 +234,9 @@ class Connector:
         connection = UpstreamConnection(self, origin)
         try:
             async with asyncio.timeout(self.config.connect_timeout):
-                await self._loop.create_connection(lambda: connection, origin[0], origin[1])
+                await self._loop.create_connection(
+                    lambda: connection, origin[0], origin[1], **tls_arguments(origin)
+                )
         except (OSError, TimeoutError) as exc:
             replacement = self.pool.discard(origin)
             if replacement is not None:
