@@ -67,6 +67,7 @@ class Runtime:
             await self._start_discovery(None)
             return
         self.readiness.await_("caches", "watch caches not synced yet")
+        self.readiness.await_("snapshot", "no snapshot published yet")
         self._sources = supervisor.Sources(self._client)
         self._sources.start()
         confirm = self._start_election()
