@@ -26,13 +26,14 @@ from coxswain_routing import ListenerProtocol, TlsMode
 __all__ = ["GatewayState", "ListenerState", "gateway_states"]
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
+# The route kinds each served protocol carries. GRPCRoute and the stream protocols (TLS, TCP,
+# UDP with their route kinds) are not served yet, and status says so rather than listing kinds
+# that would never attach.
 ROUTE_KINDS = {
-    "HTTP": ("HTTPRoute", "GRPCRoute"),
-    "HTTPS": ("HTTPRoute", "GRPCRoute"),
-    "TLS": ("TLSRoute",),
-    "TCP": ("TCPRoute",),
-    "UDP": ("UDPRoute",),
+    "HTTP": ("HTTPRoute",),
+    "HTTPS": ("HTTPRoute",),
 }
+NOT_YET = {"TLS", "TCP", "UDP"}
 
 
 @dataclass(slots=True, eq=False)
@@ -126,22 +127,20 @@ def _listener(
         allowed_routes=allowed,
         supported_kinds=(),
     )
+    if protocol in NOT_YET:
+        message = f"{protocol} listeners are not served by this release"
+        _refuse(listener, Reason.UNSUPPORTED_PROTOCOL, message)
+        return listener
     if protocol not in ROUTE_KINDS:
         _refuse(listener, Reason.UNSUPPORTED_PROTOCOL, f"protocol {protocol!r} is not supported")
         return listener
     listener.supported_kinds = _kinds(listener, allowed)
-    if protocol in ("TCP", "UDP") and listener.hostname:
-        _refuse(
-            listener, Reason.UNSUPPORTED_VALUE, f"a {protocol} listener cannot carry a hostname"
-        )
-    elif protocol == "HTTPS" and mode is not TlsMode.TERMINATE:
+    if protocol == "HTTPS" and mode is not TlsMode.TERMINATE:
         _refuse(
             listener,
             Reason.UNSUPPORTED_VALUE,
             "an HTTPS listener must terminate TLS (tls.mode Terminate)",
         )
-    elif protocol == "TLS" and mode is not TlsMode.PASSTHROUGH:
-        _refuse(listener, Reason.UNSUPPORTED_VALUE, "a TLS listener must use tls.mode Passthrough")
     elif protocol == "HTTPS":
         _certificates(inputs, gateway, listener, tls.get("certificateRefs") or [], grants)
     return listener
