@@ -12,8 +12,10 @@ standby publishes too, so it serves at once when it takes over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -28,7 +30,7 @@ from coxswain_controller.translate.result import GatewayVerdict, Verdict
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Publisher"]
+__all__ = ["Publisher", "gc_paused", "translate_pass"]
 
 DEBOUNCE = 0.02
 MAX_DELAY = 0.5
@@ -91,9 +93,10 @@ class Publisher:
     async def rebuild(self) -> None:
         inputs = self._inputs()
         with TRANSLATIONS.time():
-            result = await asyncio.to_thread(translate, inputs, self._options)
+            result = await asyncio.to_thread(translate_pass, inputs, self._options)
         self._registry.set_gateway_identities(result.gateway_identities)
-        seq = self._registry.publish(result.snapshots)
+        with gc_paused():  # encoding changed resources allocates as much as translating
+            seq = self._registry.publish(result.snapshots)
         SEQ.set(seq)
         PUBLISHES.inc()
         for verdict in result.verdicts:
@@ -140,6 +143,30 @@ class Publisher:
             self._writer.forget()
         if leader:
             self.changed()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for one pass.
+
+    A pass allocates hundreds of thousands of short-lived, acyclic objects at scale, and each
+    collection they trigger walks the whole heap, the watch cache included: measured at 10k
+    routes, collections were over half of a translation (0.9 s, against 0.38 s paused).
+    Reference counting still frees everything; the collector runs again once the pass is done.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def translate_pass(inputs: Inputs, options: Options) -> TranslateResult:
+    """`translate`, with the collector paused (see `gc_paused`)."""
+    with gc_paused():
+        return translate(inputs, options)
 
 
 def _binds(result: TranslateResult, verdict: GatewayVerdict) -> set[tuple[int, str]]:
