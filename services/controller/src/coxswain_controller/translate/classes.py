@@ -38,7 +38,9 @@ class ClassState:
 
 
 def is_dedicated_ref(ref: Mapping[str, Any] | None) -> bool:
-    return bool(ref) and ref.get("group") == PARAMETERS_GROUP and ref.get("kind") == PARAMETERS_KIND  # type: ignore[union-attr]
+    if not ref:
+        return False
+    return ref.get("group") == PARAMETERS_GROUP and ref.get("kind") == PARAMETERS_KIND
 
 
 def claimed_classes(
