@@ -26,6 +26,7 @@ from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.gate import ProgrammedGate
 from coxswain_controller.status.writer import StatusWriter
 from coxswain_controller.translate import Inputs, Options, TranslateResult, translate
+from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.result import GatewayVerdict, Verdict
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class Publisher:
         self._debounce = debounce
         self._max_delay = max_delay
         self._gate = ProgrammedGate()
+        self._memo = RouteMemo()  # compiled routes reused across passes
         self._stamps: dict[tuple[str, str], tuple[int, int]] = {}  # Gateway -> (generation, seq)
         self._changed = asyncio.Event()
         self.result: TranslateResult | None = None
@@ -93,7 +95,7 @@ class Publisher:
     async def rebuild(self) -> None:
         inputs = self._inputs()
         with TRANSLATIONS.time():
-            result = await asyncio.to_thread(translate_pass, inputs, self._options)
+            result = await asyncio.to_thread(translate_pass, inputs, self._options, self._memo)
         self._registry.set_gateway_identities(result.gateway_identities)
         with gc_paused():  # encoding changed resources allocates as much as translating
             seq = self._registry.publish(result.snapshots)
@@ -163,10 +165,12 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def translate_pass(inputs: Inputs, options: Options) -> TranslateResult:
+def translate_pass(
+    inputs: Inputs, options: Options, memo: RouteMemo | None = None
+) -> TranslateResult:
     """`translate`, with the collector paused (see `gc_paused`)."""
     with gc_paused():
-        return translate(inputs, options)
+        return translate(inputs, options, memo)
 
 
 def _binds(result: TranslateResult, verdict: GatewayVerdict) -> set[tuple[int, str]]:

@@ -17,6 +17,7 @@ from coxswain_controller.translate.backends import BackendResolver
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways import GatewayState
 from coxswain_controller.translate.inputs import Inputs, Obj, generation, name, namespace, uid
+from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.result import (
     Condition,
     Event,
@@ -37,13 +38,17 @@ def http_routes(
     gateways: Mapping[tuple[str, str], GatewayState],
     resolver: BackendResolver,
     tables: ScopeTables,
+    memo: RouteMemo | None = None,
 ) -> tuple[list[RouteVerdict], list[Event]]:
     verdicts, events = [], []
     for route in inputs.all(KIND):
         outcomes = attach(route, KIND, gateways, inputs)
         if not outcomes:
             continue  # names no Gateway of ours: not ours to translate or status
-        compiled = compile_rules(route, KIND, resolver)
+        if memo is None:
+            compiled = compile_rules(route, KIND, resolver)
+        else:
+            compiled = memo.compile(route, KIND, resolver, inputs)
         served = not compiled.refused
         if served:
             _serve(outcomes, compiled, tables)

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = ["Inputs", "Obj", "Options", "created", "generation", "meta", "name", "namespace", "uid"]
 
 Obj = Mapping[str, Any]
+_EMPTY: Mapping[tuple[str, str], Obj] = {}
 
 KINDS = (
     "GatewayClass",
@@ -62,6 +63,10 @@ class Inputs:
 
     def get(self, kind: str, ns: str, obj_name: str) -> Obj | None:
         return self._objects.get(kind, {}).get((ns, obj_name))
+
+    def table(self, kind: str) -> Mapping[tuple[str, str], Obj]:
+        """The whole table of `kind` (its identity changes whenever any object of it does)."""
+        return self._objects.get(kind, _EMPTY)
 
     def all(self, kind: str) -> list[Obj]:
         """Every object of `kind`, in (namespace, name) order: translation is deterministic."""

@@ -15,7 +15,8 @@ from coxswain_controller.translate.gateways import GatewayState, gateway_states
 from coxswain_controller.translate.grants import Grants
 from coxswain_controller.translate.httproutes import http_routes
 from coxswain_controller.translate.ingress import ingresses
-from coxswain_controller.translate.inputs import Inputs, Options, generation
+from coxswain_controller.translate.inputs import Inputs, Options, generation, name, namespace
+from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.ports import assign_bind_ports
 from coxswain_controller.translate.result import TranslateResult, Verdict
 from coxswain_controller.translate.tables import ScopeTables
@@ -24,7 +25,11 @@ from coxswain_routing import Listener, TlsCertificate
 __all__ = ["translate"]
 
 
-def translate(inputs: Inputs, options: Options | None = None) -> TranslateResult:
+def translate(
+    inputs: Inputs, options: Options | None = None, memo: RouteMemo | None = None
+) -> TranslateResult:
+    """Translate `inputs`. `memo` (kept across passes by the publisher) reuses compiled routes
+    that nothing they depend on has changed; the result is the same with or without it."""
     options = options or Options()
     grants = Grants(inputs)
     classes, class_verdicts = claimed_classes(inputs, options)
@@ -34,7 +39,9 @@ def translate(inputs: Inputs, options: Options | None = None) -> TranslateResult
     tables = ScopeTables()
     tables.scope(SHARED_POOL)
     by_key = {(g.namespace, g.name): g for g in gateways}
-    route_verdicts, events = http_routes(inputs, by_key, resolver, tables)
+    route_verdicts, events = http_routes(inputs, by_key, resolver, tables, memo)
+    if memo is not None:
+        memo.keep_only(("HTTPRoute", namespace(r), name(r)) for r in inputs.all("HTTPRoute"))
     events += ingresses(inputs, options, resolver, tables)
     for gateway in gateways:
         _finalize_gateway(gateway, tables)
