@@ -5,7 +5,7 @@ certificates (`credentials`); translation publishes into the `SnapshotRegistry`;
 writer reads the `NodeRegistry`.
 
 Each stream is checked in this order, and a refusal ends it before any snapshot is sent:
-the caller's SPIFFE identity, Subscribe first, leadership, wire version, scope shape, scope
+Subscribe first, the caller's SPIFFE identity, leadership, wire version, scope shape, scope
 authorisation, node_id ownership (docs/discovery.md lists the status codes). Then one task
 reads the proxy's messages into the stream's event queue, while the handler waits on that
 queue — proxy messages, "published content changed", "demoted", "superseded" — and sends the
@@ -108,10 +108,11 @@ class DiscoveryService:
     async def _admit(
         self, requests: AsyncIterator[pb.ProxyMessage], context: grpc.aio.ServicerContext
     ) -> tuple[Identity, pb.Subscribe, Scope]:
-        identity = self._peer_identity(context)
         # The Subscribe is read before any refusal: a refusal racing the client's first write
-        # reaches a grpc.aio client as INTERNAL instead of the status that explains it.
+        # reaches a grpc.aio client as an error on that write (or as INTERNAL) instead of the
+        # status that explains it. The TLS handshake has already checked the certificate chain.
         subscribe = await self._first_subscribe(requests)
+        identity = self._peer_identity(context)
         # Spec 001: "a standby replica that gets dialled anyway ... rejects the stream with
         # FAILED_PRECONDITION".
         if not self._leadership.is_leader:
