@@ -100,6 +100,7 @@ class Cache:
         self._kinds: dict[str, kinds.Kind] = {}  # watched now
         self._objects: dict[str, dict[Key, JSON]] = {}
         self._shared: set[str] = set()  # kinds whose dict a snapshot holds: copy before writing
+        self._views: dict[str, tuple[dict[Key, JSON], Objects]] = {}  # the last view per kind
         self._listed: set[str] = set()
         self._versions: dict[str, str] = {}  # kind -> last resourceVersion seen
         self._waiters: list[_Waiter] = []
@@ -119,8 +120,16 @@ class Cache:
 
     def snapshot(self) -> Snapshot:
         self._shared = set(self._objects)
-        views = {name: MappingProxyType(objects) for name, objects in self._objects.items()}
+        views = {name: self._view(name, objects) for name, objects in self._objects.items()}
         return Snapshot(MappingProxyType(views), frozenset(self._kinds))
+
+    def _view(self, name: str, objects: dict[Key, JSON]) -> Objects:
+        # The same view while a kind's table is unchanged: translation's memo compares tables
+        # by identity to know that nothing of a kind changed since the last pass.
+        held = self._views.get(name)
+        if held is None or held[0] is not objects:
+            held = self._views[name] = (objects, MappingProxyType(objects))
+        return held[1]
 
     def resource_version(self, kind: str) -> str:
         """The last resourceVersion the cache saw for `kind` ("" before its first list)."""

@@ -90,3 +90,17 @@ def test_reference_grant_prefers_v1_and_stream_routes_need_v1alpha2() -> None:
     (grant,) = kinds.gateway_kinds(served)
     assert grant.version == "v1"
     assert kinds.gateway_kinds({"v1": frozenset({"tlsroutes"})}) == ()
+
+
+def test_a_kind_keeps_its_view_until_one_of_its_objects_changes() -> None:
+    # Translation's memo relies on this: the same table object means nothing of that kind changed.
+    store = listed(
+        cache.Started(SERVICE), cache.Listed(SERVICE, (obj("a"),), "1"),
+        cache.Started(ROUTE), cache.Listed(ROUTE, (obj("r"),), "1"),
+    )  # fmt: skip
+    first = store.snapshot()
+    store.handle(cache.Changed(ROUTE, "MODIFIED", obj("r", rv="2", spec={"x": 2}), "2"))
+    second = store.snapshot()
+    assert second.of("Service") is first.of("Service")
+    assert second.of("HTTPRoute") is not first.of("HTTPRoute")
+    assert store.snapshot().of("HTTPRoute") is second.of("HTTPRoute")
