@@ -99,7 +99,6 @@ class Stack:
     kubeconfig: Path | None = None
     discovery_ports: list[int] = field(default_factory=list)  # every controller started
     identity_port: int = 0
-    admin_ports: dict[str, int] = field(default_factory=dict)
     extra_objects: Sequence[dict[str, Any]] = ()  # created right after the API server starts
 
     def start(self, *, with_proxy: bool = True) -> Stack:

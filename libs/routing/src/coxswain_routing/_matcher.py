@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl
 from coxswain_routing._candidates import Candidate, compile_candidates
 from coxswain_routing._hosts import normalize_host, wildcard_suffixes
 from coxswain_routing._model import HostRoutes, PathType, Resource, WildcardScope
-from coxswain_routing._paths import normalize_path, path_prefixes
+from coxswain_routing._paths import normalize_path
 
 __all__ = ["Miss", "Outcome", "Router", "compile_router", "parse_query"]
 
@@ -110,7 +110,7 @@ class HostTable:
         """The winner on this host; METHOD_NOT_CLAIMED; or None to try the next tier.
 
         The hot path: buckets are probed inline (exact, each segment prefix longest first,
-        then regular expressions), in the order `buckets_for` yields them, sparing a generator.
+        then regular expressions), inline rather than through a generator.
         """
         missed: Outcome | None = None
         bucket = self.exact.get(path)
@@ -144,19 +144,6 @@ class HostTable:
                 return found
             missed = missed or found
         return missed
-
-    def buckets_for(self, path: str) -> Iterator[list[Candidate]]:
-        """The buckets whose path could match, in the order `lookup` probes them."""
-        exact = self.exact.get(path)
-        if exact:
-            yield exact
-        if self.prefix:
-            for prefix in path_prefixes(path):
-                bucket = self.prefix.get(prefix)
-                if bucket:
-                    yield bucket
-        if self.regex:
-            yield self.regex
 
     def all_candidates(self) -> list[Candidate]:
         """Every candidate in the order explanations list them (exact, longest prefix, regex)."""

@@ -18,8 +18,8 @@ from coxswain_controller.discovery.credentials import (
     CertificateAuthority as CA,
 )
 from coxswain_controller.discovery.credentials import (
-    ServingCredentials,
     mint_serving_certificate,
+    server_credentials,
 )
 from coxswain_controller.discovery.leadership import Leadership
 from coxswain_controller.discovery.nodes import NodeRegistry
@@ -86,7 +86,7 @@ async def controller() -> AsyncIterator[Controller]:
     )
     server = grpc.aio.server()
     service.add_to(server)
-    port = server.add_secure_port("127.0.0.1:0", ServingCredentials(serving).credentials)
+    port = server.add_secure_port("127.0.0.1:0", server_credentials(serving))
     await server.start()
     running = Controller(ca, port, registry, nodes, leadership)
     try:

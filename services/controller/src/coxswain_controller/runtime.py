@@ -30,7 +30,7 @@ from coxswain_controller.discovery import (
 )
 from coxswain_controller.leader import election, pod
 from coxswain_controller.publish import Publisher
-from coxswain_controller.sources import supervisor
+from coxswain_controller.sources import supervisor, tasks
 from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.writer import StatusWriter
 from coxswain_controller.translate import Inputs, Options
@@ -87,7 +87,7 @@ class Runtime:
         self._spawn(writer.run(), "status-writer")
         self._spawn(publisher.run(), "publisher")
         self._spawn(self._feed(publisher), "cache-feed")
-        self._spawn(self._start_discovery(self._client), "discovery-start")
+        self._spawn(self._start_discovery(self._client), "discovery-start", may_end=True)
 
     async def stop(self) -> None:
         if self._discovery is not None:
@@ -137,7 +137,7 @@ class Runtime:
         await cache.synced.wait()
         self.readiness.satisfy("caches")
         publisher.changed()
-        self._spawn(self._first_publish(publisher), "first-publish")
+        self._spawn(self._first_publish(publisher), "first-publish", may_end=True)
         while True:
             await cache.changed.wait()
             cache.changed.clear()
@@ -180,20 +180,8 @@ class Runtime:
         )
         self.readiness.satisfy("discovery")
 
-    def _spawn(self, coro: Any, name: str) -> None:
-        task = asyncio.create_task(coro, name=name)
-        task.add_done_callback(_report)
-        self._tasks.append(task)
-
-
-def _report(task: asyncio.Task[None]) -> None:
-    if task.cancelled() or task.exception() is None:
-        return
-    log.error(
-        "background task crashed",
-        exc_info=task.exception(),
-        extra={"fields": {"task": task.get_name()}},
-    )
+    def _spawn(self, coro: Any, name: str, *, may_end: bool = False) -> None:
+        self._tasks.append(tasks.spawn(coro, name=name, may_end=may_end))
 
 
 def _options(args: argparse.Namespace) -> Options:

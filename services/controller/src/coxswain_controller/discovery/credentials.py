@@ -3,15 +3,14 @@
 The controller signs its own serving certificate with the discovery CA (the same CA the
 identity service issues SVIDs from), so proxies verify it against the trust bundle they
 already mount. Client certificates are mandatory and must chain to that CA; SPIFFE identity
-is checked per stream (`server`). Credentials are fetched per handshake, so a rotated CA
-reaches new connections without a restart.
+is checked per stream (`server`). The certificate is minted once at start: a rotated CA
+reaches the controller when it restarts (see docs/security.md on rotation).
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,7 +23,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 __all__ = [
     "CertificateAuthority",
     "ServingCertificate",
-    "ServingCredentials",
+    "server_credentials",
     "mint_serving_certificate",
 ]
 
@@ -82,27 +81,10 @@ def mint_serving_certificate(
     return ServingCertificate(chain, key_pem, ca.certificate_pem)
 
 
-class ServingCredentials:
-    """grpc server credentials whose certificate can be replaced while serving."""
-
-    def __init__(self, initial: ServingCertificate) -> None:
-        self._lock = threading.Lock()  # the fetcher runs on grpc's threads
-        self._pending: ServingCertificate | None = None
-        self.credentials = grpc.dynamic_ssl_server_credentials(
-            _configuration(initial), self._fetch, require_client_authentication=True
-        )
-
-    def replace(self, certificate: ServingCertificate) -> None:
-        with self._lock:
-            self._pending = certificate
-
-    def _fetch(self) -> object | None:
-        with self._lock:
-            pending, self._pending = self._pending, None
-        return None if pending is None else _configuration(pending)
-
-
-def _configuration(certificate: ServingCertificate) -> object:
-    return grpc.ssl_server_certificate_configuration(
-        [(certificate.key_pem, certificate.chain_pem)], root_certificates=certificate.client_ca_pem
+def server_credentials(certificate: ServingCertificate) -> grpc.ServerCredentials:
+    """Server credentials requiring a client certificate chained to the CA."""
+    return grpc.ssl_server_credentials(
+        [(certificate.key_pem, certificate.chain_pem)],
+        root_certificates=certificate.client_ca_pem,
+        require_client_auth=True,
     )

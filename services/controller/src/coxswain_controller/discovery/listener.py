@@ -9,8 +9,8 @@ import grpc.aio
 
 from coxswain_controller.discovery.credentials import (
     CertificateAuthority,
-    ServingCredentials,
     mint_serving_certificate,
+    server_credentials,
 )
 from coxswain_controller.discovery.leadership import Leadership
 from coxswain_controller.discovery.nodes import NodeRegistry
@@ -64,7 +64,7 @@ async def start(
         shared_proxy=settings.shared_proxy,
     ).add_to(server)
     port = server.add_secure_port(
-        f"{settings.address}:{settings.port}", ServingCredentials(serving).credentials
+        f"{settings.address}:{settings.port}", server_credentials(serving)
     )
     await server.start()
     log.info("discovery listening", extra={"fields": {"address": settings.address, "port": port}})

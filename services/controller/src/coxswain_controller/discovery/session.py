@@ -39,7 +39,6 @@ class StreamSession:
         self.acked_seq = 0
         self.in_flight: _InFlight | None = None
         self._refused_full: str | None = None  # a version refused as a full snapshot
-        self.nacks = 0
 
     def next_snapshot(self, published: Published | None) -> pb.Snapshot | None:
         """The snapshot to send now, or None (one in flight, nothing new, or nothing yet)."""
@@ -74,7 +73,6 @@ class StreamSession:
         self.acked_hashes = None
         self._refused_full = sent.version if sent.full else None
         self.in_flight = None
-        self.nacks += 1
         return True
 
     def _full(self, published: Published) -> pb.Snapshot:

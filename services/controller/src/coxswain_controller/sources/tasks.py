@@ -19,14 +19,15 @@ log = logging.getLogger(__name__)
 _running: set[asyncio.Task[Any]] = set()
 
 
-def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+def spawn(coro: Coroutine[Any, Any, Any], *, name: str, may_end: bool = False) -> asyncio.Task[Any]:
+    """Start a named task; a crash is logged, and so is an end unless `may_end` (a one-shot)."""
     task = asyncio.create_task(coro, name=name)
     _running.add(task)
-    task.add_done_callback(_finished)
+    task.add_done_callback(lambda done: _finished(done, may_end=may_end))
     return task
 
 
-def _finished(task: asyncio.Task[Any]) -> None:
+def _finished(task: asyncio.Task[Any], *, may_end: bool) -> None:
     _running.discard(task)
     if task.cancelled():
         return
@@ -34,7 +35,7 @@ def _finished(task: asyncio.Task[Any]) -> None:
     exc = task.exception()
     if exc is not None:
         log.error("background task crashed", exc_info=exc, extra={"fields": fields})
-    else:
+    elif not may_end:
         log.warning("background task ended", extra={"fields": fields})
 
 

@@ -119,7 +119,3 @@ class TranslateResult:
     verdicts: tuple[Verdict, ...] = ()
     events: tuple[Event, ...] = ()
     gateway_identities: Mapping[GatewayScope, Identity] = field(default_factory=dict)
-
-
-def condition(kind: ConditionType, ok: bool, reason: Reason, message: str = "") -> Condition:
-    return Condition(kind, ok, reason, message)
