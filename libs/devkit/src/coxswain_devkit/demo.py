@@ -51,7 +51,7 @@ def _gateway(client: Any) -> dict[str, Any]:
     custom: Any = kubernetes.client.CustomObjectsApi(client)
     return dict(
         custom.get_namespaced_custom_object(
-            "gateway.networking.k8s.io", "v1", *GATEWAY[:1], "gateways", GATEWAY[1]
+            "gateway.networking.k8s.io", "v1", GATEWAY[0], "gateways", GATEWAY[1]
         )
     )
 
