@@ -15,6 +15,12 @@ Spec 003 "Matches and precedence": "A method that no match claims on a path some
 claim reaches the covering match on the same host where one exists ... and answers 404
 otherwise. That fill does not cross into a less specific host tier." A path no match on a host
 claims does move on to the next tier (the deviation spec 003 documents for shared ports).
+
+Incremental builds: a snapshot delta usually touches a handful of hosts among thousands, so
+`compile_router(resources, previous)` reuses each host table of `previous` whose (port, host)
+is built from exactly the same `HostRoutes` objects, in the same order. Resources are frozen,
+so the same objects compile to the same table; identity is the cheap, sufficient test (the
+proxy's staging keeps the objects a delta does not carry).
 """
 
 from __future__ import annotations
@@ -179,13 +185,20 @@ class PortTable:
             yield self.catch_all
 
 
+# (port, host pattern) -> the HostRoutes a table was built from, and that table.
+_Built = dict[tuple[int, str], tuple[tuple[HostRoutes, ...], HostTable]]
+
+
 class Router:
     """Compiled routing for every port of one snapshot. Immutable once built."""
 
-    __slots__ = ("_ports",)
+    __slots__ = ("_ports", "_built")
 
-    def __init__(self, ports: dict[int, PortTable]) -> None:
+    def __init__(self, ports: dict[int, PortTable], built: _Built | None = None) -> None:
         self._ports = ports
+        # What each host table was built from, so the next build can reuse it. Holding the
+        # HostRoutes keeps them alive, which an identity comparison relies on.
+        self._built: _Built = built or {}
 
     @property
     def ports(self) -> frozenset[int]:
@@ -238,20 +251,36 @@ def _host_table(routes: list[HostRoutes]) -> HostTable:
     return HostTable(first.host, one_label, candidates)
 
 
-def compile_router(resources: Iterable[Resource]) -> Router:
-    """Build the lookup for every `HostRoutes` among `resources` (the others are ignored)."""
+def _grouped(resources: Iterable[Resource]) -> dict[tuple[int, str], list[HostRoutes]]:
     grouped: dict[tuple[int, str], list[HostRoutes]] = {}
     for resource in resources:
         if isinstance(resource, HostRoutes):
             grouped.setdefault((resource.bind_port, resource.host), []).append(resource)
+    return grouped
+
+
+def _same(before: tuple[HostRoutes, ...], now: list[HostRoutes]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
+
+
+def compile_router(resources: Iterable[Resource], previous: Router | None = None) -> Router:
+    """Build the lookup for every `HostRoutes` among `resources` (the others are ignored).
+
+    With `previous`, each host table built from the very same `HostRoutes` objects is reused
+    as it is (its pickers keep their round-robin position); only the others are compiled.
+    """
+    reusable = previous._built if previous is not None else {}
     ports: dict[int, PortTable] = {}
-    for (port, host), routes in sorted(grouped.items()):
+    built: _Built = {}
+    for (port, host), routes in sorted(_grouped(resources).items()):
         table = ports.setdefault(port, PortTable())
-        host_table = _host_table(routes)
+        old = reusable.get((port, host))
+        host_table = old[1] if old is not None and _same(old[0], routes) else _host_table(routes)
+        built[(port, host)] = (tuple(routes), host_table)
         if not host:
             table.catch_all = host_table
         elif host.startswith("*."):
             table.wildcard[host[2:]] = host_table
         else:
             table.exact[host] = host_table
-    return Router(ports)
+    return Router(ports, built)
