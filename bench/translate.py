@@ -8,9 +8,9 @@ per route), then measures on this machine, in this run:
 - full translation (objects → snapshots, verdicts, Events), as the controller runs it (with the
   cyclic garbage collector paused for the pass);
 - publish of the full result into a fresh snapshot registry (encoding every resource);
-- one route edit: translation of the cache again, reusing every compiled route the edit did not
-  touch (the controller's memo), plus the registry publish, which re-encodes only the resources
-  that changed: what the controller does per edit.
+- one route edit: the controller's `Translator` patches the previous pass (only the HTTPRoute
+  table changed, so only the edited route is withdrawn and translated again), plus the registry
+  publish, which re-encodes only the resources that changed: what the controller does per edit.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 from coxswain_controller.discovery.registry import SnapshotRegistry
 from coxswain_controller.publish import gc_paused, translate_pass
 from coxswain_controller.translate import Inputs, Options
+from coxswain_controller.translate.incremental import Translator
 from coxswain_controller.translate.inputs import KINDS
-from coxswain_controller.translate.memo import RouteMemo
 
 ROUTES_PER_GATEWAY = 100
 OPTIONS = Options()
@@ -72,8 +72,8 @@ def measure(routes: int) -> dict[str, float]:
     objects = _objects(routes)
     inputs = Inputs.from_objects(objects)
     t0 = time.perf_counter()
-    memo = RouteMemo()
-    result = translate_pass(inputs, OPTIONS, memo)
+    translator = Translator(OPTIONS)
+    result = translate_pass(translator, inputs)
     t1 = time.perf_counter()
     registry = SnapshotRegistry()
     with gc_paused():
@@ -88,7 +88,7 @@ def measure(routes: int) -> dict[str, float]:
     edited_inputs = Inputs({**kinds, "HTTPRoute": route_table})
     t3 = time.perf_counter()
     seq_before = registry.seq
-    edited_result = translate_pass(edited_inputs, OPTIONS, memo)
+    edited_result = translate_pass(translator, edited_inputs)
     with gc_paused():
         registry.publish(edited_result.snapshots)
     t4 = time.perf_counter()

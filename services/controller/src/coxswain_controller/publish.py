@@ -25,8 +25,8 @@ from coxswain_controller.discovery.registry import SnapshotRegistry
 from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.gate import ProgrammedGate
 from coxswain_controller.status.writer import StatusWriter
-from coxswain_controller.translate import Inputs, Options, TranslateResult, translate
-from coxswain_controller.translate.memo import RouteMemo
+from coxswain_controller.translate import Inputs, Options, TranslateResult
+from coxswain_controller.translate.incremental import Translator
 from coxswain_controller.translate.result import GatewayVerdict, Verdict
 
 log = logging.getLogger(__name__)
@@ -59,13 +59,12 @@ class Publisher:
         self._registry = registry
         self._nodes = nodes
         self._leadership = leadership
-        self._options = options
         self._writer = writer
         self._events = events
         self._debounce = debounce
         self._max_delay = max_delay
         self._gate = ProgrammedGate()
-        self._memo = RouteMemo()  # compiled routes reused across passes
+        self._translator = Translator(options)  # keeps the last pass to patch it
         self._stamps: dict[tuple[str, str], tuple[int, int]] = {}  # Gateway -> (generation, seq)
         self._changed = asyncio.Event()
         self.result: TranslateResult | None = None
@@ -95,7 +94,7 @@ class Publisher:
     async def rebuild(self) -> None:
         inputs = self._inputs()
         with TRANSLATIONS.time():
-            result = await asyncio.to_thread(translate_pass, inputs, self._options, self._memo)
+            result = await asyncio.to_thread(translate_pass, self._translator, inputs)
         self._registry.set_gateway_identities(result.gateway_identities)
         with gc_paused():  # encoding changed resources allocates as much as translating
             seq = self._registry.publish(result.snapshots)
@@ -108,6 +107,9 @@ class Publisher:
                     self._stamps[key] = (verdict.generation, seq)
         self.result = result
         self.published.set()
+        # Let the streams woken by the publish send their deltas before the status work below
+        # (gating and merging every verdict) holds the loop: traffic first, status after.
+        await asyncio.sleep(0)
         await self._write(result)
 
     def regate(self) -> None:
@@ -165,12 +167,10 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def translate_pass(
-    inputs: Inputs, options: Options, memo: RouteMemo | None = None
-) -> TranslateResult:
-    """`translate`, with the collector paused (see `gc_paused`)."""
+def translate_pass(translator: Translator, inputs: Inputs) -> TranslateResult:
+    """`translator.translate`, with the collector paused (see `gc_paused`)."""
     with gc_paused():
-        return translate(inputs, options, memo)
+        return translator.translate(inputs)
 
 
 def _binds(result: TranslateResult, verdict: GatewayVerdict) -> set[tuple[int, str]]:

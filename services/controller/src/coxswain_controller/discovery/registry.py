@@ -5,8 +5,11 @@ a set of resources; `publish` encodes each resource once, hashes it, and stamps 
 a publish sequence number. Streams read `current(scope)` and are told when it changes.
 
 A resource whose model equals the one already published is not encoded again, so a round that
-changes one host costs one encoding. A round that changes nothing publishes nothing: versions
-are content hashes, and the sequence number moves only when some scope's version does.
+changes one host costs one encoding; translation hands back the very same resource objects (and
+the same tuple for an unchanged scope) where nothing changed, so those checks are by identity
+first and a round costs little more than what changed. A round that changes nothing publishes
+nothing: versions are content hashes, and the sequence number moves only when some scope's
+version does.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class SnapshotRegistry:
         self._seq = 0
         self._published: dict[str, Published] = {}
         self._encoded: dict[str, dict[str, _Encoded]] = {}
+        self._staged: dict[str, tuple[object, tuple[str, dict[str, _Encoded]]]] = {}
         self._watchers: dict[str, set[Callable[[], None]]] = {}
         self._gateway_identities: dict[GatewayScope, Identity] = {}
 
@@ -76,6 +80,7 @@ class SnapshotRegistry:
             )
         for key in withdrawn:
             del self._published[key]
+            self._staged.pop(key, None)
             self._encoded.pop(key, None)
         for key in (*changed, *withdrawn):
             for notify in list(self._watchers.get(key, ())):
@@ -100,14 +105,19 @@ class SnapshotRegistry:
         return published.version if published else None
 
     def _encode(self, key: str, resources: Iterable[Resource]) -> tuple[str, dict[str, _Encoded]]:
+        last = self._staged.get(key)
+        if last is not None and last[0] is resources:  # held there, so the identity is sound
+            return last[1]
         previous = self._encoded.get(key, {})
         encoded: dict[str, _Encoded] = {}
         for resource in resources:
             old = previous.get(resource.key)
-            if old is not None and old.model == resource:
+            if old is not None and (old.model is resource or old.model == resource):
                 encoded[resource.key] = old
                 continue
             message = to_wire(resource)
             digest = hashlib.sha256(bytes(message)).hexdigest()
             encoded[resource.key] = _Encoded(resource, message, digest)
-        return snapshot_version({k: e.hash for k, e in encoded.items()}), encoded
+        staged = snapshot_version({k: e.hash for k, e in encoded.items()}), encoded
+        self._staged[key] = (resources, staged)
+        return staged

@@ -11,11 +11,12 @@ not resolve; the route stays attached and the unresolved reference answers with 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from coxswain_controller.translate.attach import ParentOutcome, attach
 from coxswain_controller.translate.backends import BackendResolver
 from coxswain_controller.translate.conditions import ConditionType, Reason
-from coxswain_controller.translate.gateways import GatewayState
+from coxswain_controller.translate.gateways import GatewayState, ListenerState
 from coxswain_controller.translate.inputs import Inputs, Obj, generation, name, namespace, uid
 from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.result import (
@@ -26,11 +27,22 @@ from coxswain_controller.translate.result import (
     RouteVerdict,
 )
 from coxswain_controller.translate.rules import RouteRules, compile_rules
-from coxswain_controller.translate.tables import ScopeTables
+from coxswain_controller.translate.tables import Placement, ScopeTables
 
-__all__ = ["http_routes"]
+__all__ = ["RouteContribution", "http_route", "http_routes", "withdraw"]
 
 KIND = "HTTPRoute"
+
+
+@dataclass(frozen=True, slots=True)
+class RouteContribution:
+    """All one HTTPRoute adds to a pass, kept so that a later pass can withdraw it exactly."""
+
+    route: Obj  # the object translated: identity tells whether it changed since
+    verdict: RouteVerdict
+    events: tuple[Event, ...]
+    placements: tuple[Placement, ...]
+    listeners: tuple[ListenerState, ...]  # each listener the route counts as attached once
 
 
 def http_routes(
@@ -39,27 +51,63 @@ def http_routes(
     resolver: BackendResolver,
     tables: ScopeTables,
     memo: RouteMemo | None = None,
-) -> tuple[list[RouteVerdict], list[Event]]:
-    verdicts, events = [], []
-    for route in inputs.all(KIND):
-        outcomes = attach(route, KIND, gateways, inputs)
-        if not outcomes:
-            continue  # names no Gateway of ours: not ours to translate or status
-        if memo is None:
-            compiled = compile_rules(route, KIND, resolver)
-        else:
-            compiled = memo.compile(route, KIND, resolver, inputs)
-        served = not compiled.refused
-        if served:
-            _serve(outcomes, compiled, tables)
-        ref = ObjectRef(KIND, namespace(route), name(route))
-        parents = tuple(ParentVerdict(o.parent_ref, _conditions(o, compiled)) for o in outcomes)
-        verdicts.append(RouteVerdict(ref, generation(route), uid(route), parents))
-        events += _events(route, ref, compiled)
-    return verdicts, events
+) -> dict[tuple[str, str], RouteContribution]:
+    """Every HTTPRoute naming a Gateway of ours, by (namespace, name), in that order."""
+    found = {}
+    for key in sorted(inputs.table(KIND)):
+        contribution = http_route(inputs.table(KIND)[key], inputs, gateways, resolver, tables, memo)
+        if contribution is not None:
+            found[key] = contribution
+    return found
 
 
-def _serve(outcomes: list[ParentOutcome], compiled: RouteRules, tables: ScopeTables) -> None:
+def http_route(
+    route: Obj,
+    inputs: Inputs,
+    gateways: Mapping[tuple[str, str], GatewayState],
+    resolver: BackendResolver,
+    tables: ScopeTables,
+    memo: RouteMemo | None = None,
+) -> RouteContribution | None:
+    """Translate one route into `tables`; None when it names no Gateway of ours (not ours to
+    translate or status)."""
+    outcomes = attach(route, KIND, gateways, inputs)
+    if not outcomes:
+        return None
+    if memo is None:
+        compiled = compile_rules(route, KIND, resolver)
+    else:
+        compiled = memo.compile(route, KIND, resolver, inputs)
+    placements: list[Placement] = []
+    listeners: list[ListenerState] = []
+    if not compiled.refused:
+        _serve(outcomes, compiled, tables, placements, listeners)
+    ref = ObjectRef(KIND, namespace(route), name(route))
+    parents = tuple(ParentVerdict(o.parent_ref, _conditions(o, compiled)) for o in outcomes)
+    return RouteContribution(
+        route,
+        RouteVerdict(ref, generation(route), uid(route), parents),
+        tuple(_events(route, ref, compiled)),
+        tuple(placements),
+        tuple(listeners),
+    )
+
+
+def withdraw(contribution: RouteContribution, tables: ScopeTables) -> None:
+    """Undo what `http_route` added to `tables` and to its listeners' attached counts."""
+    for placement in contribution.placements:
+        tables.remove(placement)
+    for listener in contribution.listeners:
+        listener.attached -= 1
+
+
+def _serve(
+    outcomes: list[ParentOutcome],
+    compiled: RouteRules,
+    tables: ScopeTables,
+    placements: list[Placement],
+    listeners: list[ListenerState],
+) -> None:
     counted: set[int] = set()
     for outcome in outcomes:
         for attachment in outcome.attachments:
@@ -67,14 +115,17 @@ def _serve(outcomes: list[ParentOutcome], compiled: RouteRules, tables: ScopeTab
             if id(listener) not in counted:
                 listener.attached += 1
                 counted.add(id(listener))
+                listeners.append(listener)
             for host in attachment.hostnames:
-                tables.add_rules(
-                    gateway.scope,
-                    table=f"gateway/{gateway.namespace}/{gateway.name}",
-                    bind_port=listener.bind_port,
-                    host=host,
-                    rules=compiled.rules,
-                    listener_port=listener.port,
+                placements.append(
+                    tables.add_rules(
+                        gateway.scope,
+                        table=f"gateway/{gateway.namespace}/{gateway.name}",
+                        bind_port=listener.bind_port,
+                        host=host,
+                        rules=compiled.rules,
+                        listener_port=listener.port,
+                    )
                 )
 
 

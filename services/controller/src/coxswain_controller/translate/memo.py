@@ -68,6 +68,9 @@ class RouteMemo:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def forget(self, key: tuple[str, str, str]) -> None:
+        self._entries.pop(key, None)
+
     def keep_only(self, keys: Iterable[tuple[str, str, str]]) -> None:
         """Forget routes that no longer exist."""
         wanted = set(keys)

@@ -3,9 +3,17 @@
 A pure function in named stages, like Contour's DAG builder: classes, gateways and their
 listeners, bind ports, routes, Ingresses, then finalize (TLS stores, listener resources, verdicts,
 canonical order). No I/O; the same inputs give the same result, byte for byte.
+
+The stages' products are kept in a `Pass` so that `translate.incremental.Translator` can patch a
+pass when only HTTPRoutes changed (the common edit) instead of running every stage again:
+`Pass.patch_routes` withdraws each changed route's contribution and adds its new one, and
+`Pass.result()` assembles the same `TranslateResult` a fresh pass would (incremental_test
+compares the two on every golden case and on random edit sequences).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from coxswain_controller.discovery.scopes import SHARED_POOL, GatewayScope, Identity
 from coxswain_controller.translate.backends import BackendResolver
@@ -13,16 +21,29 @@ from coxswain_controller.translate.classes import claimed_classes
 from coxswain_controller.translate.gateway_status import gateway_verdict
 from coxswain_controller.translate.gateways import GatewayState, gateway_states
 from coxswain_controller.translate.grants import Grants
-from coxswain_controller.translate.httproutes import http_routes
+from coxswain_controller.translate.httproutes import (
+    KIND as HTTP_ROUTE,
+)
+from coxswain_controller.translate.httproutes import (
+    RouteContribution,
+    http_route,
+    http_routes,
+    withdraw,
+)
 from coxswain_controller.translate.ingress import ingresses
-from coxswain_controller.translate.inputs import Inputs, Options, generation, name, namespace
+from coxswain_controller.translate.inputs import Inputs, Obj, Options, generation
 from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.ports import assign_bind_ports
-from coxswain_controller.translate.result import TranslateResult, Verdict
+from coxswain_controller.translate.result import (
+    ClassVerdict,
+    Event,
+    TranslateResult,
+    Verdict,
+)
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import Listener, TlsCertificate
 
-__all__ = ["translate"]
+__all__ = ["Pass", "translate"]
 
 
 def translate(
@@ -30,37 +51,97 @@ def translate(
 ) -> TranslateResult:
     """Translate `inputs`. `memo` (kept across passes by the publisher) reuses compiled routes
     that nothing they depend on has changed; the result is the same with or without it."""
-    options = options or Options()
-    grants = Grants(inputs)
-    classes, class_verdicts = claimed_classes(inputs, options)
-    gateways = gateway_states(inputs, classes, grants)
-    assign_bind_ports(gateways, options)
-    resolver = BackendResolver(inputs, grants)
-    tables = ScopeTables()
-    tables.scope(SHARED_POOL)
-    by_key = {(g.namespace, g.name): g for g in gateways}
-    route_verdicts, events = http_routes(inputs, by_key, resolver, tables, memo)
-    if memo is not None:
-        memo.keep_only(("HTTPRoute", namespace(r), name(r)) for r in inputs.all("HTTPRoute"))
-    events += ingresses(inputs, options, resolver, tables)
-    for gateway in gateways:
-        _finalize_gateway(gateway, tables)
-    verdicts: list[Verdict] = [
-        *class_verdicts,
-        *(gateway_verdict(g) for g in gateways),
-        *route_verdicts,
-    ]
-    identities = {
-        g.scope: Identity(g.namespace, f"{g.name}-{g.cls.name}")
-        for g in gateways
-        if isinstance(g.scope, GatewayScope)
-    }
-    return TranslateResult(
-        snapshots=tables.resources(resolver.endpoint_sets),
-        verdicts=tuple(verdicts),
-        events=tuple(sorted(events, key=lambda e: (e.ref, e.reason, e.message))),
-        gateway_identities=identities,
-    )
+    return Pass.build(inputs, options or Options(), memo).result()
+
+
+class Pass:
+    """One translation's stage products, kept so that the next pass can patch them."""
+
+    def __init__(
+        self,
+        inputs: Inputs,
+        class_verdicts: list[ClassVerdict],
+        gateways: list[GatewayState],
+        resolver: BackendResolver,
+        tables: ScopeTables,
+        routes: dict[tuple[str, str], RouteContribution],
+        ingress_events: list[Event],
+    ) -> None:
+        self.inputs = inputs
+        self._class_verdicts = class_verdicts
+        self._gateways = gateways
+        self._by_key = {(g.namespace, g.name): g for g in gateways}
+        self._resolver = resolver
+        self._tables = tables
+        self._routes = routes
+        self._ingress_events = ingress_events
+        self._identities = {
+            g.scope: Identity(g.namespace, f"{g.name}-{g.cls.name}")
+            for g in gateways
+            if isinstance(g.scope, GatewayScope)
+        }
+
+    @classmethod
+    def build(cls, inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pass:
+        grants = Grants(inputs)
+        classes, class_verdicts = claimed_classes(inputs, options)
+        gateways = gateway_states(inputs, classes, grants)
+        assign_bind_ports(gateways, options)
+        resolver = BackendResolver(inputs, grants)
+        tables = ScopeTables()
+        tables.scope(SHARED_POOL)
+        by_key = {(g.namespace, g.name): g for g in gateways}
+        routes = http_routes(inputs, by_key, resolver, tables, memo)
+        if memo is not None:
+            memo.keep_only((HTTP_ROUTE, ns, n) for ns, n in inputs.table(HTTP_ROUTE))
+        ingress_events = ingresses(inputs, options, resolver, tables)
+        for gateway in gateways:
+            _finalize_gateway(gateway, tables)
+        return cls(inputs, class_verdicts, gateways, resolver, tables, routes, ingress_events)
+
+    def patch_routes(self, inputs: Inputs, memo: RouteMemo | None = None) -> None:
+        """Move this pass to `inputs`, which differ from `self.inputs` only in HTTPRoutes."""
+        old: Mapping[tuple[str, str], Obj] = self.inputs.table(HTTP_ROUTE)
+        new: Mapping[tuple[str, str], Obj] = inputs.table(HTTP_ROUTE)
+        changed = [k for k, route in new.items() if old.get(k) is not route]
+        changed += [k for k in old if k not in new]
+        self.inputs = inputs
+        appended = False
+        for key in changed:
+            held = self._routes.get(key)
+            if held is not None:
+                withdraw(held, self._tables)
+            route = new.get(key)
+            contribution = None
+            if route is not None:
+                contribution = http_route(
+                    route, inputs, self._by_key, self._resolver, self._tables, memo
+                )
+            if contribution is None:
+                self._routes.pop(key, None)
+                if memo is not None:
+                    memo.forget((HTTP_ROUTE, *key))
+            else:
+                appended = appended or held is None
+                self._routes[key] = contribution  # an existing key keeps its place
+        if appended:
+            # The canonical (namespace, name) order a fresh pass produces.
+            self._routes = dict(sorted(self._routes.items()))
+
+    def result(self) -> TranslateResult:
+        route_events = [e for c in self._routes.values() for e in c.events]
+        events = route_events + self._ingress_events
+        verdicts: list[Verdict] = [
+            *self._class_verdicts,
+            *(gateway_verdict(g) for g in self._gateways),
+            *(c.verdict for c in self._routes.values()),
+        ]
+        return TranslateResult(
+            snapshots=self._tables.resources(self._resolver.endpoint_sets),
+            verdicts=tuple(verdicts),
+            events=tuple(sorted(events, key=lambda e: (e.ref, e.reason, e.message))),
+            gateway_identities=dict(self._identities),
+        )
 
 
 def _finalize_gateway(gateway: GatewayState, tables: ScopeTables) -> None:

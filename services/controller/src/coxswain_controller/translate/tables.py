@@ -3,6 +3,13 @@
 Translation stages add rules here as they accept routes; `resources()` then emits each scope's
 resources in canonical order (sorted keys; rules by route identity), so that the same inputs
 always produce the same bytes and hashes.
+
+Why rules can be taken out again: `pipeline.Pass` keeps these tables between passes and,
+when only HTTPRoutes changed, withdraws the old version of each edited route (`remove`) and adds
+the new one. So every addition returns a `Placement` that undoes it exactly, endpoint keys are
+counted rather than collected, and `resources()` rebuilds only the hosts and scopes that changed:
+an untouched host keeps its `HostRoutes` object, which the registry then recognises by identity
+instead of re-encoding it.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ from coxswain_routing import (
     WildcardScope,
 )
 
-__all__ = ["ScopeTables"]
+__all__ = ["Placement", "ScopeTables"]
+
+RuleKey = tuple[object, ...]
 
 
 @dataclass
@@ -31,7 +40,11 @@ class _Host:
     table: str
     listener_port: int
     scope: WildcardScope
-    rules: dict[tuple[object, ...], Rule] = field(default_factory=dict)
+    rules: dict[RuleKey, Rule] = field(default_factory=dict)
+    # How many placements put each rule here: a route whose two parentRefs select the same
+    # listener adds its rules twice, and they stay until both are withdrawn.
+    uses: dict[RuleKey, int] = field(default_factory=dict)
+    built: HostRoutes | None = None  # the resource for the current rules, until they change
 
 
 @dataclass
@@ -39,7 +52,37 @@ class _Scope:
     hosts: dict[tuple[int, str], _Host] = field(default_factory=dict)
     certificates: dict[int, list[TlsCertificate]] = field(default_factory=dict)
     listeners: list[GatewayListeners] = field(default_factory=list)
-    endpoint_keys: set[str] = field(default_factory=set)
+    endpoint_keys: dict[str, int] = field(default_factory=dict)  # key -> how many rules use it
+    built: tuple[Resource, ...] | None = None  # the scope's resources, until anything changes
+    endpoint_sets: dict[str, EndpointSet] | None = None  # what `built` was made from
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """What one `add_rules` call put where, so that `ScopeTables.remove` can take it out."""
+
+    scope: Scope
+    host: tuple[int, str]  # (bind port, host)
+    rules: tuple[RuleKey, ...]
+    endpoint_keys: tuple[str, ...]  # one entry per use, repeats included
+
+
+def rule_key(rule: Rule) -> RuleKey:
+    rid = rule.id
+    return (rid.creation_seconds, rid.namespace, rid.name, rid.kind, rid.rule_index)
+
+
+def _endpoint_uses(rules: Iterable[Rule]) -> list[str]:
+    uses = []
+    for rule in rules:
+        for backend in rule.backends:
+            if backend.endpoints:
+                uses.append(backend.endpoints)
+        for flt in (*rule.filters, *(f for b in rule.backends for f in b.filters)):
+            mirror = getattr(flt, "backend", None)
+            if mirror is not None and mirror.endpoints:
+                uses.append(mirror.endpoints)
+    return uses
 
 
 class ScopeTables:
@@ -60,26 +103,52 @@ class ScopeTables:
         rules: Iterable[Rule],
         listener_port: int,
         wildcard_scope: WildcardScope = WildcardScope.ANY_LABELS,
-    ) -> None:
+    ) -> Placement:
         entry = self._scopes.setdefault(scope, _Scope())
+        entry.built = None
         target = entry.hosts.setdefault(
             (bind_port, host), _Host(table, listener_port, wildcard_scope)
         )
-        for rule in rules:
-            rid = rule.id
-            target.rules[
-                (rid.creation_seconds, rid.namespace, rid.name, rid.kind, rid.rule_index)
-            ] = rule
-            for backend in rule.backends:
-                if backend.endpoints:
-                    entry.endpoint_keys.add(backend.endpoints)
-            for flt in (*rule.filters, *(f for b in rule.backends for f in b.filters)):
-                mirror = getattr(flt, "backend", None)
-                if mirror is not None and mirror.endpoints:
-                    entry.endpoint_keys.add(mirror.endpoints)
+        target.built = None
+        keys = []
+        listed = list(rules)
+        for rule in listed:
+            key = rule_key(rule)
+            target.rules[key] = rule
+            target.uses[key] = target.uses.get(key, 0) + 1
+            keys.append(key)
+        uses = _endpoint_uses(listed)
+        counts = entry.endpoint_keys
+        for use in uses:
+            counts[use] = counts.get(use, 0) + 1
+        return Placement(scope, (bind_port, host), tuple(keys), tuple(uses))
+
+    def remove(self, placement: Placement) -> None:
+        """Undo one `add_rules`; a host left with no rules disappears, as it never was."""
+        entry = self._scopes[placement.scope]
+        entry.built = None
+        target = entry.hosts[placement.host]
+        target.built = None
+        for key in placement.rules:
+            left = target.uses[key] - 1
+            if left:
+                target.uses[key] = left
+            else:
+                del target.uses[key]
+                del target.rules[key]
+        if not target.rules:
+            del entry.hosts[placement.host]
+        counts = entry.endpoint_keys
+        for use in placement.endpoint_keys:
+            left = counts[use] - 1
+            if left:
+                counts[use] = left
+            else:
+                del counts[use]
 
     def add_certificate(self, scope: Scope, bind_port: int, certificate: TlsCertificate) -> None:
         entry = self._scopes.setdefault(scope, _Scope())
+        entry.built = None
         held = entry.certificates.setdefault(bind_port, [])
         if certificate not in held:
             held.append(certificate)
@@ -88,28 +157,36 @@ class ScopeTables:
         self, scope: Scope, namespace: str, name: str, generation: int, listeners: list[Listener]
     ) -> None:
         ordered = tuple(sorted(listeners, key=lambda x: (x.bind_port, x.protocol.value, x.name)))
-        self._scopes.setdefault(scope, _Scope()).listeners.append(
-            GatewayListeners(namespace, name, generation, ordered)
-        )
+        entry = self._scopes.setdefault(scope, _Scope())
+        entry.built = None
+        entry.listeners.append(GatewayListeners(namespace, name, generation, ordered))
 
     def resources(self, endpoint_sets: dict[str, EndpointSet]) -> dict[Scope, tuple[Resource, ...]]:
         out: dict[Scope, tuple[Resource, ...]] = {}
         for scope, entry in self._scopes.items():
-            resources: list[Resource] = [
-                HostRoutes(
-                    h.table,
-                    port,
-                    host,
-                    tuple(h.rules[k] for k in sorted(h.rules)),
-                    h.listener_port,
-                    h.scope,
-                )
-                for (port, host), h in entry.hosts.items()
-            ]
-            for port, certificates in entry.certificates.items():
-                default = certificates[0].source if certificates else ""
-                resources.append(TlsStore(port, tuple(certificates), default))
-            resources += entry.listeners
-            resources += [endpoint_sets[k] for k in entry.endpoint_keys if k in endpoint_sets]
-            out[scope] = tuple(sorted(resources, key=lambda r: r.key))
+            if entry.built is None or entry.endpoint_sets is not endpoint_sets:
+                entry.built = _build(entry, endpoint_sets)
+                entry.endpoint_sets = endpoint_sets
+            out[scope] = entry.built
         return out
+
+
+def _build(entry: _Scope, endpoint_sets: dict[str, EndpointSet]) -> tuple[Resource, ...]:
+    resources: list[Resource] = []
+    for (port, host), h in entry.hosts.items():
+        if h.built is None:
+            h.built = HostRoutes(
+                h.table,
+                port,
+                host,
+                tuple(h.rules[k] for k in sorted(h.rules)),
+                h.listener_port,
+                h.scope,
+            )
+        resources.append(h.built)
+    for port, certificates in entry.certificates.items():
+        default = certificates[0].source if certificates else ""
+        resources.append(TlsStore(port, tuple(certificates), default))
+    resources += entry.listeners
+    resources += [endpoint_sets[k] for k in entry.endpoint_keys if k in endpoint_sets]
+    return tuple(sorted(resources, key=lambda r: r.key))

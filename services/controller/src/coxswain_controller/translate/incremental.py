@@ -1,0 +1,43 @@
+"""`Translator`: translation kept across passes, so an edit costs what it touches.
+
+Where it sits: the publisher owns one `Translator` and calls `translate(inputs)` for every
+debounced change. The watch cache never mutates an object and swaps a kind's whole table when
+any object of that kind changes, so comparing tables by identity tells exactly which kinds
+changed since the last pass. When only HTTPRoutes did — the everyday edit — the last `Pass` is
+patched route by route (`Pass.patch_routes`); any other change runs every stage again, still
+reusing compiled routes through the `RouteMemo`. Either way the result equals what the pure
+`translate()` returns for the same inputs (incremental_test checks it).
+"""
+
+from __future__ import annotations
+
+from coxswain_controller.translate.inputs import KINDS, Inputs, Options
+from coxswain_controller.translate.memo import RouteMemo
+from coxswain_controller.translate.pipeline import Pass
+from coxswain_controller.translate.result import TranslateResult
+
+__all__ = ["Translator"]
+
+PATCHABLE = frozenset({"HTTPRoute"})
+
+
+class Translator:
+    def __init__(self, options: Options) -> None:
+        self._options = options
+        self._memo = RouteMemo()
+        self._last: Pass | None = None
+        self.patched = 0  # passes answered by patching the previous one (for tests, metrics)
+
+    def translate(self, inputs: Inputs) -> TranslateResult:
+        last = self._last
+        if last is not None and _only(PATCHABLE, last.inputs, inputs):
+            last.patch_routes(inputs, self._memo)
+            self.patched += 1
+            return last.result()
+        self._last = Pass.build(inputs, self._options, self._memo)
+        return self._last.result()
+
+
+def _only(kinds: frozenset[str], before: Inputs, after: Inputs) -> bool:
+    """Whether every table outside `kinds` is the very same object in both."""
+    return all(before.table(k) is after.table(k) for k in KINDS if k not in kinds)
