@@ -10,7 +10,8 @@ per route), then measures on this machine, in this run:
 - publish of the full result into a fresh snapshot registry (encoding every resource);
 - one route edit: the controller's `Translator` patches the previous pass (only the HTTPRoute
   table changed, so only the edited route is withdrawn and translated again), plus the registry
-  publish, which re-encodes only the resources that changed: what the controller does per edit.
+  publish, which re-encodes only the resources that changed: what the controller does per edit;
+- one EndpointSlice change (a new pod address): the same patch, refreshing one endpoint set.
 """
 
 from __future__ import annotations
@@ -93,18 +94,37 @@ def measure(routes: int) -> dict[str, float]:
         registry.publish(edited_result.snapshots)
     t4 = time.perf_counter()
     assert registry.seq == seq_before + 1
-    return {"translate": t1 - t0, "first_publish": t2 - t1, "edit_to_publish": t4 - t3}
+    # Endpoint churn: one Service's slice gets a new pod address.
+    endpoint_slice = next(o for o in _route(11) if o["kind"] == "EndpointSlice")
+    endpoint_slice["endpoints"] = [{"addresses": ["10.255.0.1"]}]
+    slices = dict(edited_inputs.table("EndpointSlice"))
+    slices[("ns0", "svc11-1")] = endpoint_slice
+    churned_inputs = Inputs({**kinds, "HTTPRoute": route_table, "EndpointSlice": slices})
+    t5 = time.perf_counter()
+    churned = translate_pass(translator, churned_inputs)
+    with gc_paused():
+        registry.publish(churned.snapshots)
+    t6 = time.perf_counter()
+    assert registry.seq == seq_before + 2
+    return {
+        "translate": t1 - t0,
+        "first_publish": t2 - t1,
+        "edit_to_publish": t4 - t3,
+        "endpoints_to_publish": t6 - t5,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")
     args = parser.parse_args()
-    print(f"{'routes':>8} {'translate s':>12} {'first publish s':>16} {'edit→publish s':>15}")
+    header = f"{'routes':>8} {'translate s':>12} {'first publish s':>16} {'edit→publish s':>15}"
+    print(f"{header} {'endpoints→publish s':>20}")
     for size in (int(s) for s in args.sizes.split(",")):
         r = measure(size)
         figures = (
             f"{r['translate']:>12.3f} {r['first_publish']:>16.3f} {r['edit_to_publish']:>15.3f}"
+            f" {r['endpoints_to_publish']:>20.3f}"
         )
         print(f"{size:>8} {figures}")
 

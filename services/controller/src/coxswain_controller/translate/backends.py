@@ -42,12 +42,7 @@ class BackendResolver:
     def __init__(self, inputs: Inputs, grants: Grants) -> None:
         self._inputs = inputs
         self._grants = grants
-        self._slices: dict[tuple[str, str], list[Obj]] = {}
-        for slice_ in inputs.all("EndpointSlice"):
-            labels = (slice_.get("metadata") or {}).get("labels") or {}
-            service = labels.get(SERVICE_NAME_LABEL)
-            if service:
-                self._slices.setdefault((namespace(slice_), service), []).append(slice_)
+        self._slices = _slices_by_service(inputs)
         self._policies: dict[tuple[str, str], list[Obj]] = {}
         # Every endpoint set a resolved reference points at, by key, for the snapshots.
         self.endpoint_sets: dict[str, EndpointSet] = {}
@@ -91,6 +86,28 @@ class BackendResolver:
         protocol = BackendProtocol.GRPC if route_kind == "GRPCRoute" else _protocol(port)
         backend = Backend(weight, endpoint_set.key, "", protocol, tls, filters)
         return Resolved(backend, endpoint_set, None)
+
+    def refresh_endpoints(self, inputs: Inputs) -> set[str]:
+        """Move to `inputs`, which differ from the current ones only in EndpointSlices, and
+        recompute the endpoint sets of the Services whose slices changed; returns their keys.
+
+        Resolution itself (which Service, which port, grants, TLS) never reads a slice, so
+        nothing else of a pass depends on them: this is the whole effect of endpoint churn.
+        """
+        before, after = self._slices, _slices_by_service(inputs)
+        self._inputs, self._slices = inputs, after
+        touched = set()
+        for key, held in list(self.endpoint_sets.items()):
+            where = (held.namespace, held.service)
+            if _same_slices(before.get(where, []), after.get(where, [])):
+                continue
+            service = inputs.get("Service", *where)
+            port = _service_port(service, held.port) if service is not None else None
+            if port is None:
+                continue  # cannot happen while Services are unchanged; left as resolved
+            self.endpoint_sets[key] = self._endpoint_set(held.namespace, held.service, port)
+            touched.add(key)
+        return touched
 
     def port_number(self, ns: str, service: str, port_name: str) -> int | None:
         """The number of a Service port named `port_name` (Ingress backends may name ports)."""
@@ -233,6 +250,20 @@ def _service_port(service: Obj, number: Any) -> Mapping[str, Any] | None:
 
 def _protocol(port: Mapping[str, Any]) -> BackendProtocol:
     return _PROTOCOLS.get(str(port.get("appProtocol") or ""), BackendProtocol.HTTP1)
+
+
+def _slices_by_service(inputs: Inputs) -> dict[tuple[str, str], list[Obj]]:
+    found: dict[tuple[str, str], list[Obj]] = {}
+    for slice_ in inputs.all("EndpointSlice"):
+        labels = (slice_.get("metadata") or {}).get("labels") or {}
+        service = labels.get(SERVICE_NAME_LABEL)
+        if service:
+            found.setdefault((namespace(slice_), service), []).append(slice_)
+    return found
+
+
+def _same_slices(a: list[Obj], b: list[Obj]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _slice_port(slice_: Obj, port_name: str) -> int | None:

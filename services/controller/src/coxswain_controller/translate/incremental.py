@@ -3,22 +3,21 @@
 Where it sits: the publisher owns one `Translator` and calls `translate(inputs)` for every
 debounced change. The watch cache never mutates an object and swaps a kind's whole table when
 any object of that kind changes, so comparing tables by identity tells exactly which kinds
-changed since the last pass. When only HTTPRoutes did — the everyday edit — the last `Pass` is
-patched route by route (`Pass.patch_routes`); any other change runs every stage again, still
-reusing compiled routes through the `RouteMemo`. Either way the result equals what the pure
-`translate()` returns for the same inputs (incremental_test checks it).
+changed since the last pass. When only HTTPRoutes or EndpointSlices did — route edits and
+endpoint churn, the everyday changes — the last `Pass` is patched (`Pass.patch`); any other
+change runs every stage again, still reusing compiled routes through the `RouteMemo`. Either
+way the result equals what the pure `translate()` returns for the same inputs (incremental_test
+checks it).
 """
 
 from __future__ import annotations
 
 from coxswain_controller.translate.inputs import KINDS, Inputs, Options
 from coxswain_controller.translate.memo import RouteMemo
-from coxswain_controller.translate.pipeline import Pass
+from coxswain_controller.translate.pipeline import PATCHABLE, Pass
 from coxswain_controller.translate.result import TranslateResult
 
 __all__ = ["Translator"]
-
-PATCHABLE = frozenset({"HTTPRoute"})
 
 
 class Translator:
@@ -31,7 +30,7 @@ class Translator:
     def translate(self, inputs: Inputs) -> TranslateResult:
         last = self._last
         if last is not None and _only(PATCHABLE, last.inputs, inputs):
-            last.patch_routes(inputs, self._memo)
+            last.patch(inputs, self._memo)
             self.patched += 1
             return last.result()
         self._last = Pass.build(inputs, self._options, self._memo)

@@ -89,6 +89,9 @@ def test_a_change_to_another_kind_translates_afresh_then_patching_resumes() -> N
     routes[key] = _edited(routes[key])
     _step(translator, _with_routes(tables, routes))
     assert translator.patched == 1
+    slices = {k: v for k, v in tables["EndpointSlice"].items() if k[1] != "web-1"}
+    _step(translator, {**_with_routes(tables, routes), "EndpointSlice": slices})
+    assert translator.patched == 2  # endpoint churn patches too
 
 
 # A generated cluster: two Gateways with listeners of differing hostnames and namespace policies,
@@ -131,18 +134,29 @@ def _world() -> Tables:
                 "metadata": {"name": svc, "namespace": ns},
                 "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
             }
-            tables["EndpointSlice"][(ns, f"{svc}-1")] = {
-                "kind": "EndpointSlice",
-                "metadata": {
-                    "name": f"{svc}-1",
-                    "namespace": ns,
-                    "labels": {"kubernetes.io/service-name": svc},
-                },
-                "ports": [{"name": "http", "port": 8080}],
-                "endpoints": [{"addresses": [f"10.0.{NAMESPACES.index(ns)}.{len(svc)}"]}],
-            }
+            tables["EndpointSlice"][(ns, f"{svc}-1")] = _slice(ns, svc, 1, 0)
     tables["HTTPRoute"] = {}
-    return tables  # fmt: skip
+    return tables
+
+
+def _slice(ns: str, svc: str, count: int, serial: int) -> dict[str, Any]:
+    endpoints = [
+        {
+            "addresses": [f"10.{NAMESPACES.index(ns)}.{serial % 250}.{i}"],
+            "conditions": {"ready": i % 2 == 0},
+        }
+        for i in range(count)
+    ]
+    return {
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": f"{svc}-1",
+            "namespace": ns,
+            "labels": {"kubernetes.io/service-name": svc},
+        },
+        "ports": [{"name": "http", "port": 8080}],
+        "endpoints": endpoints,
+    }
 
 
 route_specs = st.fixed_dictionaries(
@@ -193,6 +207,10 @@ steps = st.lists(
         st.tuples(st.just("put"), route_specs),
         st.tuples(st.just("delete"), route_specs),
         st.tuples(st.just("services"), st.sampled_from(NAMESPACES)),
+        st.tuples(
+            st.just("slices"),
+            st.tuples(st.sampled_from(NAMESPACES), st.sampled_from(BACKENDS), st.integers(0, 3)),
+        ),
     ),
     min_size=1,
     max_size=25,
@@ -210,6 +228,15 @@ def test_random_edit_sequences_patch_to_fresh_results(sequence: list[tuple[str, 
             # Another kind changed: drop one namespace's "api" Service (a full pass).
             services = {k: v for k, v in tables["Service"].items() if k != (arg, "api")}
             tables = {**tables, "Service": services}
+        elif action == "slices":
+            # Endpoint churn: a Service's slice gains, loses or replaces its endpoints.
+            ns, svc, count = arg
+            slices = dict(tables["EndpointSlice"])
+            if count == 0:
+                slices.pop((ns, f"{svc}-1"), None)
+            else:
+                slices[(ns, f"{svc}-1")] = _slice(ns, svc, count, generation)
+            tables = {**tables, "EndpointSlice": slices}
         else:
             routes = dict(tables["HTTPRoute"])
             key = (arg["namespace"], arg["name"])

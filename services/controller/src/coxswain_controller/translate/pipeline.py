@@ -5,8 +5,9 @@ listeners, bind ports, routes, Ingresses, then finalize (TLS stores, listener re
 canonical order). No I/O; the same inputs give the same result, byte for byte.
 
 The stages' products are kept in a `Pass` so that `translate.incremental.Translator` can patch a
-pass when only HTTPRoutes changed (the common edit) instead of running every stage again:
-`Pass.patch_routes` withdraws each changed route's contribution and adds its new one, and
+pass when only HTTPRoutes or EndpointSlices changed (route edits and endpoint churn, the common
+changes) instead of running every stage again: `Pass.patch` withdraws each changed route's
+contribution and adds its new one, refreshes the endpoint sets whose slices changed, and
 `Pass.result()` assembles the same `TranslateResult` a fresh pass would (incremental_test
 compares the two on every golden case and on random edit sequences).
 """
@@ -43,7 +44,10 @@ from coxswain_controller.translate.result import (
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import Listener, TlsCertificate
 
-__all__ = ["Pass", "translate"]
+__all__ = ["PATCHABLE", "Pass", "translate"]
+
+# The kinds a `Pass` can absorb a change to without running every stage again.
+PATCHABLE = frozenset({HTTP_ROUTE, "EndpointSlice"})
 
 
 def translate(
@@ -99,12 +103,16 @@ class Pass:
             _finalize_gateway(gateway, tables)
         return cls(inputs, class_verdicts, gateways, resolver, tables, routes, ingress_events)
 
-    def patch_routes(self, inputs: Inputs, memo: RouteMemo | None = None) -> None:
-        """Move this pass to `inputs`, which differ from `self.inputs` only in HTTPRoutes."""
+    def patch(self, inputs: Inputs, memo: RouteMemo | None = None) -> None:
+        """Move this pass to `inputs`, which differ from `self.inputs` only in the kinds of
+        `PATCHABLE`: EndpointSlices refresh the endpoint sets of their Services, and each
+        changed HTTPRoute is withdrawn and translated again."""
         old: Mapping[tuple[str, str], Obj] = self.inputs.table(HTTP_ROUTE)
         new: Mapping[tuple[str, str], Obj] = inputs.table(HTTP_ROUTE)
-        changed = [k for k, route in new.items() if old.get(k) is not route]
+        changed = [] if old is new else [k for k, r in new.items() if old.get(k) is not r]
         changed += [k for k in old if k not in new]
+        if self.inputs.table("EndpointSlice") is not inputs.table("EndpointSlice"):
+            self._tables.endpoints_changed(self._resolver.refresh_endpoints(inputs))
         self.inputs = inputs
         appended = False
         for key in changed:

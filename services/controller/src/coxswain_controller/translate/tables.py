@@ -146,6 +146,12 @@ class ScopeTables:
             else:
                 del counts[use]
 
+    def endpoints_changed(self, keys: set[str]) -> None:
+        """Endpoint sets with these keys were replaced: rebuild the scopes that carry them."""
+        for entry in self._scopes.values():
+            if any(k in keys for k in entry.endpoint_keys):
+                entry.built = None
+
     def add_certificate(self, scope: Scope, bind_port: int, certificate: TlsCertificate) -> None:
         entry = self._scopes.setdefault(scope, _Scope())
         entry.built = None
