@@ -25,6 +25,7 @@ proxy's staging keeps the objects a delta does not carry).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
@@ -186,7 +187,7 @@ class PortTable:
 
 
 # (port, host pattern) -> the HostRoutes a table was built from, and that table.
-_Built = dict[tuple[int, str], tuple[tuple[HostRoutes, ...], HostTable]]
+_Built = dict[tuple[int, str], tuple[list[HostRoutes], HostTable]]
 
 
 class Router:
@@ -259,8 +260,8 @@ def _grouped(resources: Iterable[Resource]) -> dict[tuple[int, str], list[HostRo
     return grouped
 
 
-def _same(before: tuple[HostRoutes, ...], now: list[HostRoutes]) -> bool:
-    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
+def _same(before: list[HostRoutes], now: list[HostRoutes]) -> bool:
+    return len(before) == len(now) and all(map(operator.is_, before, now))
 
 
 def compile_router(resources: Iterable[Resource], previous: Router | None = None) -> Router:
@@ -273,10 +274,12 @@ def compile_router(resources: Iterable[Resource], previous: Router | None = None
     ports: dict[int, PortTable] = {}
     built: _Built = {}
     for (port, host), routes in sorted(_grouped(resources).items()):
-        table = ports.setdefault(port, PortTable())
+        table = ports.get(port)
+        if table is None:
+            table = ports[port] = PortTable()
         old = reusable.get((port, host))
         host_table = old[1] if old is not None and _same(old[0], routes) else _host_table(routes)
-        built[(port, host)] = (tuple(routes), host_table)
+        built[(port, host)] = (routes, host_table)
         if not host:
             table.catch_all = host_table
         elif host.startswith("*."):
