@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ import grpc
 import grpc.aio
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy import errors, metrics, ports, snapshot, tasks
+from coxswain_proxy import errors, gcpause, metrics, ports, snapshot, tasks
 from coxswain_proxy.routing import RoutingHolder
 from coxswain_proxy.svid import Svid
 
@@ -159,14 +158,6 @@ def _fields(pushed: pb.Snapshot) -> dict[str, object]:
 
 
 def _stage(held: snapshot.RoutingState | None, pushed: pb.Snapshot) -> snapshot.RoutingState:
-    """`snapshot.stage` with the cyclic garbage collector paused: decoding and compiling a large
-    snapshot allocates hundreds of thousands of acyclic objects, and the collections they would
-    trigger walk the whole heap (measured in the controller: over half of such a pass).
-    Reference counting still frees everything."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    """`snapshot.stage` with the cyclic garbage collector paused (see `gcpause`)."""
+    with gcpause.paused():
         return snapshot.stage(held, pushed)
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -15,14 +15,13 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coxswain_proxy.dataplane import mirror, tables
 from coxswain_proxy.dataplane.listeners import Listeners
 from coxswain_proxy.dataplane.runtime import Config, Runtime
 from coxswain_proxy.dataplane.upstream import Connector
-from coxswain_routing import Resource
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +76,18 @@ class Dataplane:
         )
         return self
 
-    async def apply(self, resources: Iterable[Resource], version: str = "") -> list[BoundPort]:
+    async def apply(self, resources: tables.Resources, version: str = "") -> list[BoundPort]:
+        """Serve `resources` (by key, or listed). Parts compiled from resource objects the
+        tables served now were compiled from are reused: hand unchanged resources over as the
+        same objects and only what changed is compiled."""
         assert self.rt is not None and self.listeners is not None
-        listed = list(resources)
         ingress = self.options.ingress
         compiled = await asyncio.to_thread(
-            tables.compile_tables, listed, ingress=ingress, version=version
+            tables.compile_tables,
+            resources,
+            ingress=ingress,
+            version=version,
+            previous=self.rt.tables,
         )
         # The swap: from here every new request reads the new tables.
         self.rt.tables = compiled

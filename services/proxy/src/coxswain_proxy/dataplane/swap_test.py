@@ -2,16 +2,22 @@
 
 Covers: 50 swaps while clients keep sending (zero failed requests); adding a listener leaves the
 others' connections alone; a removed listener stops accepting and its open connection finishes
-the request in flight. Leaves out workers (workers_test.py).
+the request in flight; deltas (a route's backend edited, an endpoint set changed, a route removed
+or added) compiled incrementally serve what a compile from scratch would, reusing what was
+compiled from the resources they leave alone. Leaves out workers (workers_test.py) and TLS
+stores (tls_test.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from coxswain_devkit.echo import EchoServer
+from coxswain_proxy.dataplane import tables
 from coxswain_proxy.dataplane import testing as t
-from coxswain_routing import ListenerProtocol
+from coxswain_routing import EndpointSet, HostRoutes, ListenerProtocol, Miss, Outcome
 
 OTHER = 18081
 
@@ -70,3 +76,48 @@ async def test_adding_and_removing_listeners_leaves_the_others_alone() -> None:
                     # flight would close after answering it).
                     assert await leaving.closed() == b""
                 assert (await kept.request()).status == 200
+
+
+def _outcome(outcome: Outcome) -> tuple[object, ...]:
+    if isinstance(outcome, Miss):
+        return (outcome.status, outcome.reason)
+    return (id(outcome.rule), outcome.match_index, outcome.status)
+
+
+def assert_like_from_scratch(served: tables.Tables, held: t.Held) -> None:
+    fresh = tables.compile_tables(held, ingress={})
+    for host in (t.ONE, t.TWO, "three.example.com", "other.example.com"):
+        probe = (t.PORT, host, "GET", "/")
+        assert _outcome(served.router.match(*probe)) == _outcome(fresh.router.match(*probe))
+    assert served.plans == fresh.plans
+    assert {k: p.origins for k, p in served.endpoints.items()} == {
+        k: p.origins for k, p in fresh.endpoints.items()
+    }
+    assert served.ports == fresh.ports
+
+
+def assert_reused(before: tables.Tables, after: tables.Tables, old: t.Held, new: t.Held) -> None:
+    """What was compiled from a resource the delta left alone is the very same object."""
+    kept = [r for key, r in new.items() if old.get(key) is r]
+    for rule in (rule for r in kept if isinstance(r, HostRoutes) for rule in r.rules):
+        assert after.plans[id(rule)] is before.plans[id(rule)]
+    for endpoint_set in (r for r in kept if isinstance(r, EndpointSet)):
+        key = endpoint_set.key
+        assert after.endpoints[key] is before.endpoints[key]
+
+
+@pytest.mark.parametrize(("edit", "expected"), t.DELTAS)
+async def test_a_delta_serves_what_a_compile_from_scratch_would(
+    edit: t.Edit, expected: dict[str, str]
+) -> None:
+    async with EchoServer(pod="a") as a, EchoServer(pod="b") as b:
+        held = t.two_routes(a.port, b.port)
+        async with t.running(list(held.values())) as plane:
+            assert plane.rt is not None and plane.rt.tables is not None
+            before = plane.rt.tables
+            after = edit(held, b.port)
+            await plane.apply(after)
+            assert plane.rt.tables is not before
+            assert {host: await t.served_by(t.actual(plane), host) for host in expected} == expected
+            assert_like_from_scratch(plane.rt.tables, after)
+            assert_reused(before, plane.rt.tables, held, after)

@@ -9,14 +9,22 @@ once — per-rule header plans in bytes, rewrite and redirect filters, mirror sa
 endpoint pickers, the TLS stores, which ports to bind — so the request path does dict lookups,
 never folding or parsing. Plans are keyed by `id()` of the rule and backend objects the router
 returns; the tables hold the router, so those objects live as long as the keys are used.
+
+Incremental compiles: a delta changes a few resources of thousands, and the proxy's staging keeps
+the objects of the others, so `compile_tables(..., previous=tables)` reuses whatever was compiled
+from a resource object it is handed again (`is`): host tables, rule plans, endpoint pickers (with
+their round-robin position), TLS stores (their `SSLContext`s) and TLS pickers. An `id()` from
+`previous` is trusted only for an object `previous` holds, and `previous` holds every resource
+it was compiled from (`Tables.sources`), so no id outlives its object.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import tls, upstream_tls
 from coxswain_proxy.dataplane.endpoints import EndpointPicker
 from coxswain_routing import (
@@ -41,6 +49,8 @@ from coxswain_routing import (
     compile_router,
     fold_header_modifiers,
 )
+
+R = TypeVar("R", bound=Resource)
 
 # (lower-cased name, op, name as written, value), all bytes: applied to raw header lists.
 BytesPlan = tuple[tuple[bytes, HeaderOp, bytes, bytes], ...]
@@ -167,6 +177,9 @@ class Tables:
     ports: dict[int, PortInfo]  # the ports to bind
     version: str = ""
     mirrors_any: bool = field(default=False)
+    # What these tables were compiled from, by key: the next compile reuses what it is handed
+    # again, and holding them keeps every id() above valid.
+    sources: dict[str, Resource] = field(default_factory=dict)
 
     def picker(self, backend: Backend) -> EndpointPicker | None:
         if backend.tls is None:
@@ -193,44 +206,119 @@ def _ports(resources: list[Resource], ingress: dict[int, bool]) -> dict[int, Por
     return ports
 
 
+# A snapshot's resources: by key (as staged), or listed (tests), where a later one wins a key.
+Resources = Mapping[str, Resource] | Iterable[Resource]
+
+
+def by_key(resources: Resources) -> dict[str, Resource]:
+    if isinstance(resources, Mapping):
+        return dict(resources)
+    return {r.key: r for r in resources}
+
+
+class _Reuse:
+    """What `previous` compiled from the very objects this compile is handed again."""
+
+    __slots__ = ("previous", "sources")
+
+    def __init__(self, previous: Tables | None) -> None:
+        self.previous = previous
+        self.sources = previous.sources if previous is not None else {}
+
+    def kept(self, key: str, resource: Resource) -> bool:
+        return self.sources.get(key) is resource
+
+
+def _plans(routes: dict[str, HostRoutes], reuse: _Reuse) -> dict[int, RulePlan]:
+    before = reuse.previous.plans if reuse.previous is not None else {}
+    plans: dict[int, RulePlan] = {}
+    for key, resource in routes.items():
+        if reuse.kept(key, resource):
+            for rule in resource.rules:
+                plans[id(rule)] = before[id(rule)]
+        else:
+            for rule in resource.rules:
+                plans[id(rule)] = rule_plan(rule)
+    return plans
+
+
+def _tls_backends(routes: HostRoutes) -> Iterator[Backend]:
+    """The backends of `routes` a BackendTLSPolicy governs, mirrors' included."""
+    for rule in routes.rules:
+        slot_filters = (g for b in rule.backends for g in b.filters)
+        for backend in rule.backends:
+            if backend.tls is not None:
+                yield backend
+        for f in (*rule.filters, *slot_filters):
+            if isinstance(f, RequestMirror) and f.backend.tls is not None:
+                yield f.backend
+
+
 def _tls_pickers(
-    resources: list[Resource], sets: dict[str, EndpointSet]
+    routes: dict[str, HostRoutes], sets: dict[str, EndpointSet], reuse: _Reuse
 ) -> dict[int, EndpointPicker]:
+    before = reuse.previous.tls_pickers if reuse.previous is not None else {}
     pickers = {}
-    for resource in resources:
-        if not isinstance(resource, HostRoutes):
-            continue
-        for rule in resource.rules:
-            mirrors = [
-                f.backend
-                for f in (*rule.filters, *(g for b in rule.backends for g in b.filters))
-                if isinstance(f, RequestMirror)
-            ]
-            for backend in (*rule.backends, *mirrors):
-                if backend.tls is not None and backend.endpoints in sets:
-                    client = upstream_tls.client_for(backend.tls)
-                    pickers[id(backend)] = EndpointPicker(sets[backend.endpoints], client)
+    for key, resource in routes.items():
+        kept = reuse.kept(key, resource)
+        for backend in _tls_backends(resource):
+            endpoint_set = sets.get(backend.endpoints)
+            if endpoint_set is None:
+                continue
+            picker = None
+            if kept and reuse.kept(backend.endpoints, endpoint_set):
+                picker = before.get(id(backend))
+            if picker is None:
+                assert backend.tls is not None
+                picker = EndpointPicker(endpoint_set, upstream_tls.client_for(backend.tls))
+            pickers[id(backend)] = picker
     return pickers
 
 
+def _endpoints(sets: dict[str, EndpointSet], reuse: _Reuse) -> dict[str, EndpointPicker]:
+    before = reuse.previous.endpoints if reuse.previous is not None else {}
+    return {
+        key: before[key] if reuse.kept(key, s) else EndpointPicker(s) for key, s in sets.items()
+    }
+
+
+def _tls_stores(stores: dict[str, TlsStore], reuse: _Reuse) -> dict[int, tls.SniStore]:
+    before = reuse.previous.tls if reuse.previous is not None else {}
+    # Loading certificates is the slowest step of a compile: only a changed store is reloaded.
+    return {
+        s.bind_port: before[s.bind_port] if reuse.kept(key, s) else tls.build_store(s)
+        for key, s in stores.items()
+    }
+
+
+def _of_kind(keyed: dict[str, Resource], kind: type[R]) -> dict[str, R]:
+    return {key: r for key, r in keyed.items() if isinstance(r, kind)}
+
+
 def compile_tables(
-    resources: Iterable[Resource], *, ingress: dict[int, bool], version: str = ""
+    resources: Resources,
+    *,
+    ingress: dict[int, bool],
+    version: str = "",
+    previous: Tables | None = None,
 ) -> Tables:
-    """Compile a snapshot. `ingress`: the Ingress ports to serve (port -> TLS), shared mode."""
-    listed = list(resources)
-    router = compile_router(listed)
-    plans: dict[int, RulePlan] = {}
-    for resource in listed:
-        if isinstance(resource, HostRoutes):
-            for rule in resource.rules:
-                plans[id(rule)] = rule_plan(rule)
-    sets = {r.key: r for r in listed if isinstance(r, EndpointSet)}
-    return Tables(
-        router=router,
-        plans=plans,
-        endpoints={key: EndpointPicker(s) for key, s in sets.items()},
-        tls_pickers=_tls_pickers(listed, sets),
-        tls={r.bind_port: tls.build_store(r) for r in listed if isinstance(r, TlsStore)},
-        ports=_ports(listed, ingress),
-        version=version,
-    )
+    """Compile a snapshot. `ingress`: the Ingress ports to serve (port -> TLS), shared mode.
+
+    `previous`: the tables served now, whose parts compiled from unchanged resources are reused.
+    """
+    keyed = by_key(resources)
+    reuse = _Reuse(previous)
+    with gcpause.paused():
+        routes = _of_kind(keyed, HostRoutes)
+        sets = _of_kind(keyed, EndpointSet)
+        listed = list(keyed.values())
+        return Tables(
+            router=compile_router(listed, previous.router if previous is not None else None),
+            plans=_plans(routes, reuse),
+            endpoints=_endpoints(sets, reuse),
+            tls_pickers=_tls_pickers(routes, sets, reuse),
+            tls=_tls_stores(_of_kind(keyed, TlsStore), reuse),
+            ports=_ports(listed, ingress),
+            version=version,
+            sources=keyed,
+        )

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 import httptools
+import pytest
 
 from coxswain_proxy.dataplane.core import Dataplane, Options
 from coxswain_proxy.dataplane.runtime import Config
@@ -199,3 +201,62 @@ async def client(
 async def get(port: int, path: str = "/", host: str = "example.com", extra: str = "") -> Response:
     async with client(port) as c:
         return await c.request(path, host, extra)
+
+
+async def served_by(port: int, host: str) -> str:
+    """The echo pod that answered a GET / for `host`, or the status when no echo did."""
+    response = await get(port, host=host)
+    if response.status != 200:
+        return str(response.status)
+    pod: str = json.loads(response.body)["pod"]
+    return pod
+
+
+# ------------------------------------------------------------------------------ deltas
+
+# Two routes on backend "a", then one edit applied the way staging applies a delta: the
+# resources it does not touch stay the same objects, so the data plane reuses what it compiled.
+ONE, TWO = "one.example.com", "two.example.com"
+Held = dict[str, Resource]
+Edit = Callable[[Held, int], Held]  # (resources held, backend b's port) -> the next ones
+
+
+def two_routes(a_port: int, b_port: int) -> Held:
+    listed: list[Resource] = [
+        HTTP_LISTENER,
+        endpoints("a", a_port),
+        endpoints("b", b_port),
+        routes(ONE, rule("one", backend("a"))),
+        routes(TWO, rule("two", backend("a"))),
+    ]
+    return {r.key: r for r in listed}
+
+
+def _replaced(held: Held, resource: Resource) -> Held:
+    return {**held, resource.key: resource}
+
+
+def backend_edited(held: Held, b_port: int) -> Held:
+    return _replaced(held, routes(ONE, rule("one", backend("b"))))
+
+
+def endpoints_moved(held: Held, b_port: int) -> Held:
+    return _replaced(held, endpoints("a", b_port))
+
+
+def route_removed(held: Held, b_port: int) -> Held:
+    gone = routes(ONE).key
+    return {key: r for key, r in held.items() if key != gone}
+
+
+def route_added(held: Held, b_port: int) -> Held:
+    return _replaced(held, routes("three.example.com", rule("three", backend("b"))))
+
+
+# (edit, which pod each host reaches after it): every case keeps TWO untouched.
+DELTAS = [
+    pytest.param(backend_edited, {ONE: "b", TWO: "a"}, id="a-routes-backend-edited"),
+    pytest.param(endpoints_moved, {ONE: "b", TWO: "b"}, id="an-endpoint-set-changed"),
+    pytest.param(route_removed, {ONE: "404", TWO: "a"}, id="a-route-removed"),
+    pytest.param(route_added, {ONE: "a", TWO: "a", "three.example.com": "b"}, id="a-route-added"),
+]

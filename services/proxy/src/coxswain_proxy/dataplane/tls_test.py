@@ -1,6 +1,7 @@
 """TLS termination end to end: SNI picks the certificate (exact, wildcard, default), ALPN says
-http/1.1, a Host outside the SNI-selected listener's hostname gets 421, and a snapshot swap
-rotates a certificate without rebinding. Certificates are minted in the test.
+http/1.1, a Host outside the SNI-selected listener's hostname gets 421, a snapshot swap
+rotates a certificate without rebinding, and a delta leaving the store alone keeps its loaded
+contexts. Certificates are minted in the test.
 """
 
 from __future__ import annotations
@@ -84,3 +85,22 @@ async def test_a_swap_rotates_the_certificate_without_rebinding() -> None:
                 + "-----END CERTIFICATE-----\n"
             )
             assert (await c.request("/", "shop.example.com")).status == 200
+
+
+async def test_a_delta_leaving_the_store_alone_keeps_its_contexts() -> None:
+    async with EchoServer() as echo:
+        listed = resources(echo.port, STORE)
+        async with t.running(listed) as plane:  # type: ignore[arg-type]
+            assert plane.rt is not None and plane.rt.tables is not None
+            store = plane.rt.tables.tls[t.TLS_PORT]
+            edited = t.routes(
+                "shop.example.com", t.rule("shop2", t.backend("echo")), port=t.TLS_PORT
+            )
+            await plane.apply([*listed[:2], edited, *listed[3:]])  # type: ignore[list-item]
+            assert plane.rt.tables.tls[t.TLS_PORT] is store
+            async with t.client(
+                t.actual(plane, t.TLS_PORT), client_context(), "shop.example.com"
+            ) as c:
+                peer = c.writer.get_extra_info("ssl_object").getpeercert()
+                assert [v for _, v in peer["subjectAltName"]] == ["shop.example.com"]
+                assert (await c.request("/", "shop.example.com")).status == 200

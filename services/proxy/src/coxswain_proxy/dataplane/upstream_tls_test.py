@@ -2,7 +2,8 @@
 
 Covers: the request reaches a backend whose certificate chains to the policy's CA bundle and
 carries the policy's hostname (sent as SNI); a backend whose certificate comes from another CA,
-or names another host, is never sent the request. Certificates are minted in the test.
+or names another host, is never sent the request; a delta keeps a TLS backend's picker unless
+its endpoints change. Certificates are minted in the test.
 """
 
 from __future__ import annotations
@@ -94,3 +95,28 @@ async def test_an_unverified_upstream_is_never_sent_the_request(
         response = await get(actual(plane), "/", host="secure.example")
     assert response.status in (502, 503)
     assert b"secure-0" not in response.body
+
+
+async def test_a_delta_rebuilds_a_tls_picker_only_when_its_endpoints_change(
+    secure_echo: tuple[EchoServer, CertificateAuthority],
+) -> None:
+    echo, ca = secure_echo
+    backend = _tls_backend("secure", ca.certificate_pem, "backend.internal")
+    secure = routes("secure.example", rule("r", backend))
+    held = {r.key: r for r in (HTTP_LISTENER, endpoints("secure", echo.port), secure)}
+    context = _server_context(ca, "backend.internal")
+    async with (
+        EchoServer(pod="secure-1", ssl_context=context) as moved,
+        running(list(held.values())) as plane,
+    ):
+        assert plane.rt is not None and plane.rt.tables is not None
+        picker = plane.rt.tables.tls_pickers[id(backend)]
+        other = routes("other.example", rule("o", Backend(endpoints=backend.endpoints)))
+        held[other.key] = other
+        await plane.apply(held)
+        assert plane.rt.tables.tls_pickers[id(backend)] is picker
+        held[backend.endpoints] = endpoints("secure", moved.port)
+        await plane.apply(held)
+        assert plane.rt.tables.tls_pickers[id(backend)] is not picker
+        response = await get(actual(plane), "/", host="secure.example")
+    assert b'"pod": "secure-1"' in response.body
