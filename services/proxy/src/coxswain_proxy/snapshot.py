@@ -7,8 +7,13 @@ raises a `SnapshotRejected`, it keeps `held` and Nacks with the error's text.
 Why the shape: docs/discovery.md, "The proxy's side": "stage the new resource set, decode and
 validate it, check the version, build the router, then swap one reference. Any failure keeps
 the last good snapshot and sends a Nack." Every step below builds new values; `RoutingState` is
-frozen and its mappings are read-only views, so a failure half way leaves nothing to undo. Only
-the resources a delta carries are decoded and hashed; unchanged ones are reused as held.
+frozen and its mappings are read-only views, so a failure half way leaves nothing to undo.
+
+Staging costs what the delta carries, not what the snapshot holds: only the resources a delta
+carries are decoded, hashed and compiled (each `HostRoutes` through the matcher, so one it
+cannot build is refused here); unchanged ones are reused as held, the same objects. The router
+itself is built once, by the data plane (`dataplane.tables`), before the Ack: from those same
+objects it rebuilds only the host tables the delta touched.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ from coxswain_proxy import errors
 from coxswain_routing import (
     HostRoutes,
     Resource,
-    Router,
     WireError,
     compile_router,
     from_wire,
@@ -40,13 +44,13 @@ class RoutingState:
     hashes: Mapping[str, str]  # key -> resource_hash, to recompute the version after a delta
     version: str  # snapshot_version(hashes), equal to the version the controller sent
     publish_seq: int  # the controller's publish sequence this version came from
-    router: Router  # compile_router(resources.values()), built once per snapshot
 
 
 def stage(held: RoutingState | None, snapshot: pb.Snapshot) -> RoutingState:
     """The state `snapshot` leads to from `held`, or a `SnapshotRejected` naming why not."""
     base = _base(held, snapshot)
     changed = _decode(snapshot.resources)
+    _compiles(changed.values())
     removed = set(snapshot.removed)
     resources = {k: v for k, v in base.resources.items() if k not in removed}
     hashes = {k: v for k, v in base.hashes.items() if k not in removed}
@@ -66,11 +70,10 @@ def stage(held: RoutingState | None, snapshot: pb.Snapshot) -> RoutingState:
         hashes=MappingProxyType(hashes),
         version=version,
         publish_seq=snapshot.publish_seq,
-        router=_compile(resources.values()),
     )
 
 
-_EMPTY = RoutingState(MappingProxyType({}), MappingProxyType({}), "", 0, compile_router(()))
+_EMPTY = RoutingState(MappingProxyType({}), MappingProxyType({}), "", 0)
 
 
 def _base(held: RoutingState | None, snapshot: pb.Snapshot) -> RoutingState:
@@ -110,9 +113,11 @@ def _validate(resource: Resource) -> None:
             raise errors.InvalidResource(f"resource {resource.key!r}, {rule.id}: {found}")
 
 
-def _compile(resources: Iterable[Resource]) -> Router:
+def _compiles(resources: Iterable[Resource]) -> None:
+    """Refuse what the matcher cannot build. A host table only buckets and orders the
+    candidates of its resources, so compiling each changed one alone is the whole check."""
     try:
-        return compile_router(resources)
+        compile_router(resources)
     except (re.error, ValueError, KeyError, TypeError) as exc:
         # A regular expression the matcher cannot compile, say: the model let it through.
         raise errors.InvalidResource(f"the router could not be built: {exc}") from exc

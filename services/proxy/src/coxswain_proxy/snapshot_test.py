@@ -15,7 +15,17 @@ from coxswain_proto import discovery as pb
 from coxswain_proxy import errors
 from coxswain_proxy.snapshot import RoutingState, stage
 from coxswain_proxy.testkit import answers, delta, full, routes
-from coxswain_routing import Backend, HostRoutes, Retry, RouteId, Rule, to_wire
+from coxswain_routing import (
+    Backend,
+    HostRoutes,
+    Match,
+    PathMatch,
+    PathType,
+    Retry,
+    RouteId,
+    Rule,
+    to_wire,
+)
 
 A, B, C = routes("a.example.com", "a"), routes("b.example.com", "b"), routes("c.example.com", "c")
 
@@ -24,7 +34,7 @@ def held() -> RoutingState:
     return stage(None, full([A, B], seq=3))
 
 
-def test_a_full_snapshot_becomes_a_state_with_its_version_and_router() -> None:
+def test_a_full_snapshot_becomes_a_state_with_its_version_and_routing() -> None:
     snapshot = full([A, B], seq=3)
     state = stage(None, snapshot)
     assert state.version == snapshot.version
@@ -65,6 +75,16 @@ def test_staging_never_changes_the_held_state() -> None:
     assert answers(before, "b.example.com")
 
 
+def test_a_delta_carrying_a_route_that_cannot_be_built_is_refused_whole() -> None:
+    before = held()
+    match = Match(PathMatch(PathType.REGULAR_EXPRESSION, "/(unclosed"))
+    rule = Rule(RouteId(1, "default", "a"), matches=(match,), backends=(Backend(),))
+    broken = HostRoutes(A.table, A.bind_port, A.host, (rule,))
+    with pytest.raises(errors.InvalidResource, match="regular expression"):
+        stage(before, delta([broken, B, C], changed=[C, broken]))
+    assert answers(before, "a.example.com") and not answers(before, "c.example.com")
+
+
 def test_a_states_resources_cannot_be_modified() -> None:
     with pytest.raises(TypeError):
         held().resources[C.key] = C  # type: ignore[index]
@@ -87,6 +107,12 @@ def invalid_rule() -> pb.Snapshot:
     return full([HostRoutes("ingress", 80, "x.example.com", (rule,))])
 
 
+def bad_regex() -> pb.Snapshot:
+    match = Match(PathMatch(PathType.REGULAR_EXPRESSION, "/(unclosed"))
+    rule = Rule(RouteId(1, "default", "x"), matches=(match,), backends=(Backend(),))
+    return full([HostRoutes("ingress", 80, "x.example.com", (rule,))])
+
+
 def duplicated() -> pb.Snapshot:
     snapshot = full([A])
     snapshot.resources.append(to_wire(A))
@@ -105,6 +131,7 @@ def full_with_removed() -> pb.Snapshot:
         pytest.param(bodyless(), errors.UndecodableResource, "routes/unknown", id="unknown-body"),
         pytest.param(mislabelled(), errors.UndecodableResource, "does not match", id="key-body"),
         pytest.param(invalid_rule(), errors.InvalidResource, "retry.attempts", id="validation"),
+        pytest.param(bad_regex(), errors.InvalidResource, "regular expression", id="bad-regex"),
         pytest.param(duplicated(), errors.MalformedSnapshot, "appears twice", id="duplicate-key"),
         pytest.param(full_with_removed(), errors.MalformedSnapshot, "removed", id="full-removed"),
         pytest.param(
