@@ -62,12 +62,13 @@ class Relay:
         )
 
     async def apply(self, state: RoutingState) -> list[BoundPort]:
-        resources = list(state.resources.values())
+        # By key, as staged: the resources a delta did not carry are the objects applied
+        # before, which is how the data plane tells what to recompile (or send to workers).
         if self.workers is not None:
-            bound = await self.workers.apply(resources, state.version)
+            bound = await self.workers.apply(state.resources, state.version)
         else:
             assert self.plane is not None
-            bound = await self.plane.apply(resources, state.version)
+            bound = await self.plane.apply(state.resources, state.version)
         self.applied_at = self.plane.applied_at if self.plane else asyncio.get_running_loop().time()
         self.binder.set_bound(ports.Bound(b.port, _protocol(b)) for b in bound)
         return bound

@@ -8,6 +8,12 @@ compiles, swaps its one reference and answers "swapped" with the ports it bound.
 returns only when every worker has answered, so an Ack sent after it means every worker serves
 the snapshot (issue 7, item 6).
 
+Only what changed crosses the pipe: the parent remembers the resources it last sent (the staged
+objects, by key) and sends a delta of the ones that are no longer the same object plus the keys
+that went away; each worker keeps its own key -> resource map, decodes only the delta and
+compiles incrementally against the tables it serves. The first apply, and the first after a
+failure (which may have left the workers apart), is a full snapshot.
+
 Why fork: the workers run this same code with no re-import or pickling, and fork happens before
 any request is served. Frames are a kind byte, a 4-byte big-endian length and the payload.
 """
@@ -23,11 +29,11 @@ import os
 import signal
 import socket
 import struct
-from collections.abc import Iterable
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 from coxswain_proto import discovery as pb
+from coxswain_proxy.dataplane import tables
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.stats import Stats
 from coxswain_routing import Resource, from_wire, to_wire
@@ -48,14 +54,26 @@ async def _receive(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
     return kind, await reader.readexactly(length)
 
 
-def encode(resources: Iterable[Resource], version: str) -> bytes:
-    snapshot = pb.Snapshot(full=True, version=version, resources=[to_wire(r) for r in resources])
-    return bytes(snapshot)
+def delta(
+    sent: dict[str, Resource] | None, resources: dict[str, Resource], version: str
+) -> pb.Snapshot:
+    """What takes workers holding `sent` (None: unknown) to `resources`."""
+    if sent is None:
+        wire = [to_wire(r) for r in resources.values()]
+        return pb.Snapshot(full=True, version=version, resources=wire)
+    changed = [to_wire(r) for key, r in resources.items() if sent.get(key) is not r]
+    removed = [key for key in sent if key not in resources]
+    return pb.Snapshot(full=False, version=version, resources=changed, removed=removed)
 
 
-def decode(payload: bytes) -> tuple[list[Resource], str]:
-    snapshot = pb.Snapshot().parse(payload)
-    return [from_wire(r) for r in snapshot.resources], snapshot.version
+def staged(held: dict[str, Resource], snapshot: pb.Snapshot) -> dict[str, Resource]:
+    """A worker's resources after `snapshot`: unchanged ones stay the objects it compiled."""
+    resources = {} if snapshot.full else dict(held)
+    for key in snapshot.removed:
+        resources.pop(key, None)
+    for message in snapshot.resources:
+        resources[message.key] = from_wire(message)
+    return resources
 
 
 class Worker:
@@ -80,6 +98,9 @@ class Workers:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.workers: list[Worker] = []
+        # What every worker holds: the resources of the last apply all of them swapped to.
+        self._sent: dict[str, Resource] | None = None
+        self._applying = asyncio.Lock()  # deltas are relative: one apply at a time
 
     async def start(self, count: int) -> Workers:
         context = multiprocessing.get_context("fork")
@@ -96,11 +117,17 @@ class Workers:
             child_end.close()
             reader, writer = await asyncio.open_connection(sock=parent_end)
             self.workers.append(Worker(process, reader, writer))
+        self._sent = None  # a new worker holds nothing yet
         return self
 
-    async def apply(self, resources: Iterable[Resource], version: str = "") -> list[BoundPort]:
-        payload = encode(resources, version)
-        answers = await asyncio.gather(*(w.call(SNAPSHOT, payload) for w in self.workers))
+    async def apply(self, resources: tables.Resources, version: str = "") -> list[BoundPort]:
+        keyed = tables.by_key(resources)
+        async with self._applying:
+            payload = bytes(delta(self._sent, keyed, version))
+            # Until every worker has answered, what each holds is unknown.
+            self._sent = None
+            answers = await asyncio.gather(*(w.call(SNAPSHOT, payload) for w in self.workers))
+            self._sent = keyed
         # Report a port bound only when every worker bound it: what a client can rely on.
         common = set.intersection(*({tuple(b) for b in a["bound"]} for a in answers))
         return sorted(BoundPort(*b) for b in common)
@@ -137,6 +164,7 @@ def _child(sock: socket.socket, options: Options, others: list[int]) -> None:
 
 async def _serve(sock: socket.socket, options: Options) -> None:
     plane = await Dataplane(options).start()
+    held: dict[str, Resource] = {}  # what the parent last sent, as compiled
     reader, writer = await asyncio.open_connection(sock=sock)
     try:
         while True:
@@ -146,10 +174,12 @@ async def _serve(sock: socket.socket, options: Options) -> None:
                 await plane.close(options.config.grace_seconds)
                 return  # the parent is gone
             if kind == SNAPSHOT:
-                resources, version = decode(payload)
-                bound = await plane.apply(resources, version)
+                snapshot = pb.Snapshot().parse(payload)
+                resources = staged(held, snapshot)
+                bound = await plane.apply(resources, snapshot.version)
+                held = resources
                 answer: Any = {
-                    "swapped": version,
+                    "swapped": snapshot.version,
                     "bound": [[b.port, b.actual, b.tls] for b in bound],
                 }
             elif kind == STATS:
