@@ -2,7 +2,9 @@
 
 Spec 003 "Status": "Conditions of other types and other controllers' entries are kept, and an
 object whose status already says what the pass concluded is not written at all". A condition
-keeps its lastTransitionTime while its status stays the same (Kubernetes API conventions).
+keeps its lastTransitionTime while its status stays the same (Kubernetes API conventions). A
+negative-polarity type of ours (OverlappingTLSConfig) is never written False: a verdict without
+it withdraws it.
 Pure: live status and verdict fragment in, the status to write (or None: nothing to do) out.
 """
 
@@ -16,13 +18,17 @@ __all__ = ["merge_status"]
 
 Status = dict[str, Any]
 
+# Condition types this controller owns but writes only while True (negative polarity): when a
+# verdict leaves one out, the live one is ours to withdraw, not a foreign type to keep.
+WRITTEN_ONLY_WHILE_TRUE = frozenset({"OverlappingTLSConfig"})
+
 
 def _merge_conditions(
     live: Sequence[Mapping[str, Any]], ours: Sequence[Mapping[str, Any]], now: str
 ) -> list[dict[str, Any]]:
     previous = {c.get("type"): c for c in live}
-    ours_types = {c["type"] for c in ours}
-    merged = [dict(c) for c in live if c.get("type") not in ours_types]  # foreign types kept
+    owned = {c["type"] for c in ours} | WRITTEN_ONLY_WHILE_TRUE
+    merged = [dict(c) for c in live if c.get("type") not in owned]  # foreign types kept
     for condition in ours:
         old = previous.get(condition["type"])
         stamp = (

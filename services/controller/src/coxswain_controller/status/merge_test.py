@@ -1,8 +1,9 @@
 """Merging verdicts onto live status: what is kept, what is replaced, when nothing is written.
 
 Covers foreign condition types kept, other controllers' parents entries kept, our stale parents
-entries dropped, lastTransitionTime kept while a condition's status holds, and "no write" when
-the live status already says what the verdict says.
+entries dropped, lastTransitionTime kept while a condition's status holds, a negative-polarity
+condition of ours withdrawn once the verdict leaves it out, and "no write" when the live status
+already says what the verdict says.
 """
 
 from __future__ import annotations
@@ -119,3 +120,25 @@ def test_listener_conditions_keep_their_transition_times() -> None:
     assert merged is not None
     assert merged["listeners"][0]["attachedRoutes"] == 2
     assert merged["listeners"][0]["conditions"][0]["lastTransitionTime"] == "t0"
+
+
+def test_a_negative_polarity_condition_is_withdrawn_when_no_longer_true() -> None:
+    live = {
+        "listeners": [
+            {
+                "name": "https",
+                "conditions": [
+                    cond("Accepted", "True", "Accepted"),
+                    cond("OverlappingTLSConfig", "True", "OverlappingHostnames"),
+                    cond("example.com/Audited", "True", "Fine"),
+                ],
+            }
+        ]
+    }
+    fragment = {
+        "listeners": [{"name": "https", "conditions": [ours("Accepted", "True", "Accepted")]}]
+    }
+    merged = merge_status(live, fragment, controller=ME, now="t1")
+    assert merged is not None
+    types = [c["type"] for c in merged["listeners"][0]["conditions"]]
+    assert types == ["example.com/Audited", "Accepted"]
