@@ -12,6 +12,8 @@ class ConditionType(StrEnum):
     PROGRAMMED = "Programmed"
     RESOLVED_REFS = "ResolvedRefs"
     CONFLICTED = "Conflicted"
+    # Negative polarity: written only while True, withdrawn otherwise (status.merge).
+    OVERLAPPING_TLS_CONFIG = "OverlappingTLSConfig"
 
 
 class Reason(StrEnum):
@@ -37,3 +39,4 @@ class Reason(StrEnum):
     BACKEND_NOT_FOUND = "BackendNotFound"
     INVALID_KIND = "InvalidKind"
     UNSUPPORTED_ADDRESS = "UnsupportedAddress"
+    OVERLAPPING_HOSTNAMES = "OverlappingHostnames"

@@ -4,6 +4,8 @@ Spec 003 "Status": "Gateway: Accepted is True when every listener is valid, True
 ListenersNotValid when only some are, and False when none is. Programmed follows Accepted".
 Listeners: "one entry per declared listener, with Accepted, Programmed, ResolvedRefs and
 Conflicted, supportedKinds ... and attachedRoutes, which counts only routes that are served."
+OverlappingTLSConfig is added to a listener only while it holds (Gateway API: the condition is
+never written False).
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ _DEFAULTS = {
 
 
 def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
-    conditions = dict(_DEFAULTS)
+    conditions: dict[ConditionType, Condition] = dict(_DEFAULTS)
     for problem in listener.problems:  # the first problem of each condition type is reported
-        if conditions[problem.type] is _DEFAULTS[problem.type]:
+        if conditions.get(problem.type) is _DEFAULTS.get(problem.type):
             conditions[problem.type] = problem
     usable = listener.protocol != "HTTPS" or bool(listener.certificates)
     if listener.served and gateway_served and usable:
@@ -52,6 +54,10 @@ def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
         conditions[ConditionType.RESOLVED_REFS],
         conditions[ConditionType.CONFLICTED],
     )
+    # A negative-polarity condition, present only while True.
+    overlapping = conditions.get(ConditionType.OVERLAPPING_TLS_CONFIG)
+    if overlapping is not None:
+        ordered += (overlapping,)
     return ListenerVerdict(listener.name, listener.supported_kinds, listener.attached, ordered)
 
 

@@ -5,7 +5,10 @@ merges across Gateways. A shared-mode Gateway's listener port is served on a dis
 of the shared proxy (`ports`), a dedicated Gateway's on its own proxy at the declared port.
 Within one Gateway, spec 003 "Listeners" applies: "Two listeners on one port must serve one
 protocol; where they do not, ... the earlier listener keeps the port and the other is reported
-and not served", and a UDP listener binds in its own port space.
+and not served", and a UDP listener binds in its own port space. A listener that is not served
+is not Accepted, whatever refused it. HTTPS listeners one port shares whose hostnames can claim
+the same request host are marked OverlappingTLSConfig (the Gateway API's warning about HTTP/2
+connection coalescing); they are still served.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from coxswain_controller.translate.certificates import Certificate, load_tls_sec
 from coxswain_controller.translate.classes import ClassState, is_dedicated_ref
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.grants import Grants
+from coxswain_controller.translate.hostnames import overlap
 from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
 from coxswain_controller.translate.result import Condition
 from coxswain_routing import ListenerProtocol, TlsMode
@@ -106,6 +110,7 @@ def _gateway(inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants) -> Gatew
             Condition(ConditionType.ACCEPTED, False, Reason.INVALID_PARAMETERS, message)
         )
     _resolve_conflicts(state.listeners)
+    _overlapping_tls(state.listeners)
     return state
 
 
@@ -151,11 +156,10 @@ def _kinds(listener: ListenerState, allowed: Mapping[str, Any]) -> tuple[str, ..
     listed = allowed.get("kinds")
     if not listed:
         return carried
-    kinds = [k.get("kind") for k in listed if (k.get("group") or GATEWAY_GROUP) == GATEWAY_GROUP]
+    # A RouteGroupKind's group defaults to the Gateway API's; an explicit "" is the core group.
+    kinds = [k.get("kind") for k in listed if _group(k) == GATEWAY_GROUP]
     unsupported = [
-        k.get("kind")
-        for k in listed
-        if k.get("kind") not in carried or (k.get("group") or GATEWAY_GROUP) != GATEWAY_GROUP
+        k.get("kind") for k in listed if k.get("kind") not in carried or _group(k) != GATEWAY_GROUP
     ]
     if unsupported:
         listed_names = ", ".join(map(str, unsupported))
@@ -164,6 +168,11 @@ def _kinds(listener: ListenerState, allowed: Mapping[str, Any]) -> tuple[str, ..
             Condition(ConditionType.RESOLVED_REFS, False, Reason.INVALID_ROUTE_KINDS, message)
         )
     return tuple(k for k in carried if k in kinds)
+
+
+def _group(kind: Mapping[str, Any]) -> str:
+    group = kind.get("group")
+    return GATEWAY_GROUP if group is None else str(group)
 
 
 def _certificates(
@@ -227,6 +236,14 @@ def _refuse(listener: ListenerState, reason: Reason, message: str) -> None:
     listener.problems.append(Condition(ConditionType.ACCEPTED, False, reason, message))
 
 
+def _conflict(listener: ListenerState, reason: Reason, message: str) -> None:
+    # The listener opens nothing, so it is not Accepted either; Conflicted says why, and the
+    # Accepted condition repeats the conflict's reason (spec 003: a refused listener "says why").
+    listener.served = False
+    listener.problems.append(Condition(ConditionType.ACCEPTED, False, reason, message))
+    listener.problems.append(Condition(ConditionType.CONFLICTED, True, reason, message))
+
+
 def _resolve_conflicts(listeners: list[ListenerState]) -> None:
     """Within one Gateway: one protocol per port (UDP apart), one listener per port+hostname."""
     owners: dict[tuple[str, int], ListenerState] = {}
@@ -237,21 +254,41 @@ def _resolve_conflicts(listeners: list[ListenerState]) -> None:
         space = "udp" if listener.protocol == "UDP" else "tcp"
         owner = owners.setdefault((space, listener.port), listener)
         if owner.protocol != listener.protocol:
-            listener.served = False
             message = (
                 f"port {listener.port} is already served as {owner.protocol} "
                 f"by listener {owner.name}"
             )
-            listener.problems.append(
-                Condition(ConditionType.CONFLICTED, True, Reason.PROTOCOL_CONFLICT, message)
-            )
+            _conflict(listener, Reason.PROTOCOL_CONFLICT, message)
             continue
         key = (listener.port, space, listener.hostname)
         if key in hostnames:
-            listener.served = False
             host = listener.hostname or "(any)"
             message = f"another listener on port {listener.port} already serves hostname {host}"
-            listener.problems.append(
-                Condition(ConditionType.CONFLICTED, True, Reason.HOSTNAME_CONFLICT, message)
-            )
+            _conflict(listener, Reason.HOSTNAME_CONFLICT, message)
         hostnames.add(key)
+
+
+def _overlapping_tls(listeners: list[ListenerState]) -> None:
+    """Mark served HTTPS listeners sharing a port whose hostnames overlap (no hostname overlaps
+    every other): a client may reuse one connection for a host the other listener claims."""
+    https = [x for x in listeners if x.served and x.protocol == "HTTPS"]
+    for listener in https:
+        others = [
+            x
+            for x in https
+            if x is not listener
+            and x.port == listener.port
+            and overlap(x.hostname, listener.hostname)
+        ]
+        if not others:
+            continue
+        names = ", ".join(f"{x.name} ({x.hostname or 'any host'})" for x in others)
+        message = (
+            f"hostname {listener.hostname or '(any)'} overlaps listener(s) {names} "
+            f"on port {listener.port}"
+        )
+        listener.problems.append(
+            Condition(
+                ConditionType.OVERLAPPING_TLS_CONFIG, True, Reason.OVERLAPPING_HOSTNAMES, message
+            )
+        )

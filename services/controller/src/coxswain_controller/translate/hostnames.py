@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["intersect"]
+__all__ = ["intersect", "overlap"]
 
 
 def _covers(wildcard: str, host: str) -> bool:
@@ -41,3 +41,13 @@ def intersect(listener: str, route: Sequence[str]) -> list[str]:
             elif _covers(host, listener[2:]):
                 kept.add(listener)
     return sorted(kept)
+
+
+def overlap(a: str, b: str) -> bool:
+    """Whether two listener hostnames (`""` for any host) can both claim some request host:
+    the same name, a wildcard covering the other name, or no hostname at all."""
+    if not a or not b or a == b:
+        return True
+    if a.startswith("*.") and _covers(a, b[2:] if b.startswith("*.") else b):
+        return True
+    return b.startswith("*.") and _covers(b, a[2:] if a.startswith("*.") else a)
