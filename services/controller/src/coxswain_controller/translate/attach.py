@@ -4,6 +4,12 @@ Spec 003: "A parentRef selects a claimed Gateway, optionally narrowed by section
 The route attaches to each selected listener whose allowedRoutes admit it and whose hostname
 intersects the route's". "A parentRef naming a Gateway this controller does not claim is
 another controller's business and draws no complaint" — it gets no status entry at all.
+
+Which refusal a parentRef gets follows the Gateway API's reasons: NoMatchingParent when its
+sectionName or port names no listener the Gateway declares; NotAllowedByListeners when the
+listeners it names exist but none admits the route (not served, the kind not among its
+supportedKinds, the namespace not allowed); NoMatchingListenerHostname when some admit it but no
+hostname intersects.
 """
 
 from __future__ import annotations
@@ -77,8 +83,7 @@ def _outcome(
     selected = [
         x
         for x in gateway.listeners
-        if x.served
-        and (not ref.get("sectionName") or x.name == ref["sectionName"])
+        if (not ref.get("sectionName") or x.name == ref["sectionName"])
         and (ref.get("port") is None or x.port == ref["port"])
     ]
     if not selected:
@@ -86,17 +91,10 @@ def _outcome(
     allowed = [
         x
         for x in selected
-        if kind in x.supported_kinds and _namespace_allowed(x, gateway, route, inputs)
+        if x.served and kind in x.supported_kinds and _namespace_allowed(x, gateway, route, inputs)
     ]
     if not allowed:
-        return ParentOutcome(
-            ref,
-            (),
-            (
-                Reason.NOT_ALLOWED_BY_LISTENERS,
-                "no selected listener allows this route's kind and namespace",
-            ),
-        )
+        return ParentOutcome(ref, (), (Reason.NOT_ALLOWED_BY_LISTENERS, _not_allowed(selected)))
     attachments = tuple(
         Attachment(gateway, x, tuple(names))
         for x in allowed
@@ -116,11 +114,16 @@ def _outcome(
 
 def _no_listener(ref: Mapping[str, Any], gateway: GatewayState) -> str:
     where = f"Gateway {gateway.namespace}/{gateway.name}"
-    if ref.get("sectionName"):
-        return f"{where} has no served listener named {ref['sectionName']}"
-    if ref.get("port") is not None:
-        return f"{where} has no served listener on port {ref['port']}"
-    return f"{where} has no served listener"
+    named = f" named {ref['sectionName']}" if ref.get("sectionName") else ""
+    port = f" on port {ref['port']}" if ref.get("port") is not None else ""
+    return f"{where} has no listener{named}{port}"
+
+
+def _not_allowed(selected: Sequence[ListenerState]) -> str:
+    if not any(x.served for x in selected):
+        names = ", ".join(x.name for x in selected)
+        return f"the selected listener(s) {names} are not served"
+    return "no selected listener allows this route's kind and namespace"
 
 
 def _namespace_allowed(

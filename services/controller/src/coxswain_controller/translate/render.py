@@ -53,13 +53,20 @@ def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
     return {
         "parents": [
             {
-                "parentRef": dict(p.parent_ref),
+                "parentRef": _parent_ref(p.parent_ref),
                 "controllerName": controller_name,
                 "conditions": _conditions(p.conditions, verdict.generation),
             }
             for p in verdict.parents
         ]
     }
+
+
+def _parent_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """The parentRef as the route wrote it, with the group and kind the API server would have
+    defaulted, so the entry reads the same whether or not the manifest spelled them out."""
+    defaults = {"group": GATEWAY_GROUP, "kind": "Gateway"}
+    return {**defaults, **{k: v for k, v in ref.items() if v is not None}}
 
 
 def _plain(value: Any) -> Any:
