@@ -9,6 +9,8 @@ then measures on this machine, in this run:
 
 - decode: wire bytes → model (what a proxy does on every snapshot);
 - compile: model → Router;
+- recompile: the Router again after one host's routes changed, reusing the previous one's other
+  host tables (`compile_router(resources, previous)`, what a proxy does on a delta);
 - memory per route: bytes held by the decoded model plus the compiled router (tracemalloc);
 - match: median nanoseconds per `Router.match` over requests that hit existing routes, with
   hosts drawn uniformly (every request a likely CPU-cache miss: the worst case) and by Zipf
@@ -137,6 +139,7 @@ class Result:
     wire_bytes: int
     decode_s: float
     compile_s: float
+    recompile_s: float  # one host changed, the previous router reused
     bytes_per_route: float
     median_ns: float  # hosts uniformly at random
     zipf_median_ns: float  # hosts by Zipf(1.1) popularity
@@ -165,6 +168,12 @@ def measure(routes: int, *, requests: int, rounds: int) -> Result:
     t1 = time.perf_counter()
     router = compile_router(decoded)
     t2 = time.perf_counter()
+    # One host's routes as a delta brings them: a new object, decoded afresh.
+    edited, middle = list(decoded), len(decoded) // 2
+    edited[middle] = from_wire(pb.Resource.parse(payload[middle]))
+    t3 = time.perf_counter()
+    compile_router(edited, router)
+    t4 = time.perf_counter()
     held = _held_bytes(payload)
     sample = requests_for(tables, requests)
     for r in sample[:100]:  # every sample request must hit a route, or the figure is of misses
@@ -175,6 +184,7 @@ def measure(routes: int, *, requests: int, rounds: int) -> Result:
         wire_bytes=sum(map(len, payload)),
         decode_s=t1 - t0,
         compile_s=t2 - t1,
+        recompile_s=t4 - t3,
         bytes_per_route=held / routes,
         median_ns=median_match_ns(router, sample, rounds),
         zipf_median_ns=median_match_ns(router, requests_for(tables, requests, zipf=1.1), rounds),
@@ -188,8 +198,8 @@ def main() -> None:
     sizes = [100, 1000] if args.quick else [100, 1_000, 10_000, 50_000]
     rounds = 1 if args.quick else 5
     print(
-        f"{'routes':>8} {'wire KiB':>9} {'decode s':>9} {'compile s':>10} {'B/route':>8}"
-        f" {'match ns':>9} {'zipf ns':>8}"
+        f"{'routes':>8} {'wire KiB':>9} {'decode s':>9} {'compile s':>10} {'recompile ms':>13}"
+        f" {'B/route':>8} {'match ns':>9} {'zipf ns':>8}"
     )
     results = {}
     for size in sizes:
@@ -197,7 +207,8 @@ def main() -> None:
         results[size] = r
         print(
             f"{r.routes:>8} {r.wire_bytes / 1024:>9.0f} {r.decode_s:>9.3f} {r.compile_s:>10.3f}"
-            f" {r.bytes_per_route:>8.0f} {r.median_ns:>9.0f} {r.zipf_median_ns:>8.0f}"
+            f" {r.recompile_s * 1000:>13.1f} {r.bytes_per_route:>8.0f} {r.median_ns:>9.0f}"
+            f" {r.zipf_median_ns:>8.0f}"
         )
     if 50_000 in results:
         big, small = results[50_000], results[1_000]
