@@ -7,6 +7,7 @@ not exceed request", retry "attempts times (once when unset, at most ten)".
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ def parse_duration_ms(value: str) -> int | None:
 
 def compile_rules(route: Obj, kind: str, resolver: BackendResolver) -> RouteRules:
     out = RouteRules()
+    out.refused += _unroutable_hostnames(spec(route).get("hostnames") or [])
     for index, raw in enumerate(spec(route).get("rules") or [{}]):
         rule = _rule(route, kind, index, raw, resolver, out)
         if rule is not None:
@@ -118,6 +120,22 @@ def _rule(
     retry = _retry(raw.get("retry") or {}, at, out)
     rule_id = RouteId(created(route), ns, name(route), kind, index, str(raw.get("name") or ""))
     return Rule(rule_id, matches, filtered.filters, tuple(backends), timeouts, retry)
+
+
+def _unroutable_hostnames(hostnames: Sequence[Any]) -> list[str]:
+    """Spec 003 "Status": a route naming "an unroutable hostname" is refused with
+    UnsupportedValue. A Host header never carries a wildcard beyond a whole leading label, and
+    the Gateway API gives route hostnames as names, never IP addresses."""
+    refused = []
+    for index, host in enumerate(hostnames):
+        text = str(host)
+        try:
+            ipaddress.ip_address(text)
+        except ValueError:
+            if "*" not in text.removeprefix("*."):
+                continue
+        refused.append(f"hostnames[{index}]: {text!r} is not a routable hostname")
+    return refused
 
 
 def _prefix_rewrite(filters: Sequence[Any]) -> bool:
