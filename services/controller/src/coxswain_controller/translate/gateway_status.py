@@ -48,7 +48,7 @@ def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
     else:
         why = "no usable certificate" if listener.served and not usable else "listener not served"
         programmed = Condition(ConditionType.PROGRAMMED, False, Reason.INVALID, why)
-    ordered = (
+    ordered: tuple[Condition, ...] = (
         conditions[ConditionType.ACCEPTED],
         programmed,
         conditions[ConditionType.RESOLVED_REFS],
