@@ -15,10 +15,11 @@ from typing import Any
 
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.inputs import Inputs, Options, generation, name, spec, uid
-from coxswain_controller.translate.result import ClassVerdict, Condition, ObjectRef
+from coxswain_controller.translate.result import ClassVerdict, Condition, Event, ObjectRef
 
 __all__ = [
     "ClassState",
+    "class_events",
     "PARAMETERS_GROUP",
     "PARAMETERS_KIND",
     "claimed_classes",
@@ -71,3 +72,18 @@ def claimed_classes(
             )
         )
     return states, verdicts
+
+
+def class_events(verdicts: list[ClassVerdict]) -> list[Event]:
+    """Spec 003 "Events": "A claimed GatewayClass gets a Normal Accepted Event", and a Warning
+    InvalidParameters one when its parameters cannot be honored."""
+    events = []
+    for verdict in verdicts:
+        accepted = verdict.conditions[0]
+        if accepted.status:
+            events.append(Event(verdict.ref, verdict.uid, "Normal", "Accepted", accepted.message))
+        else:
+            events.append(
+                Event(verdict.ref, verdict.uid, "Warning", "InvalidParameters", accepted.message)
+            )
+    return events

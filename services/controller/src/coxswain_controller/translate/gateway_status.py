@@ -1,4 +1,4 @@
-"""Gateway and listener verdicts from the validated gateway states.
+"""Gateway and listener verdicts, and the Gateway's Warning Events, from the validated states.
 
 Spec 003 "Status": "Gateway: Accepted is True when every listener is valid, True with reason
 ListenersNotValid when only some are, and False when none is. Programmed follows Accepted".
@@ -15,12 +15,17 @@ from coxswain_controller.translate.gateways import GatewayState, ListenerState
 from coxswain_controller.translate.inputs import generation, uid
 from coxswain_controller.translate.result import (
     Condition,
+    Event,
     GatewayVerdict,
     ListenerVerdict,
     ObjectRef,
 )
 
-__all__ = ["gateway_verdict"]
+__all__ = ["gateway_events", "gateway_verdict"]
+
+# Spec 003 "Events": "InvalidCertificate for a TLS Secret that is missing or unusable", "Rejected
+# for a translation problem".
+_CERTIFICATE_REASONS = {Reason.INVALID_CERTIFICATE_REF, Reason.REF_NOT_PERMITTED}
 
 _DEFAULTS = {
     ConditionType.ACCEPTED: Condition(
@@ -101,3 +106,26 @@ def gateway_verdict(gateway: GatewayState) -> GatewayVerdict:
         listeners,
         gateway.scope,
     )
+
+
+def gateway_events(gateway: GatewayState) -> list[Event]:
+    """Warning Events for what the pass could not do with this Gateway: its own refusal, its
+    listeners' refusals and unresolved references, and fields it ignores."""
+    rejected = [p.message for p in gateway.problems] + list(gateway.notes)
+    certificates: list[str] = []
+    for listener in gateway.listeners:
+        for problem in listener.problems:
+            if problem.status and problem.type is not ConditionType.CONFLICTED:
+                continue  # a True condition is a problem only for Conflicted
+            line = f"listener {listener.name}: {problem.message}"
+            if line in rejected or line in certificates:
+                continue
+            (certificates if problem.reason in _CERTIFICATE_REASONS else rejected).append(line)
+    ref = ObjectRef("Gateway", gateway.namespace, gateway.name)
+    events = []
+    if rejected:
+        events.append(Event(ref, uid(gateway.obj), "Warning", "Rejected", "; ".join(rejected)))
+    if certificates:
+        message = "; ".join(certificates)
+        events.append(Event(ref, uid(gateway.obj), "Warning", "InvalidCertificate", message))
+    return events

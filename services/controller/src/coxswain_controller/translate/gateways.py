@@ -38,6 +38,7 @@ ROUTE_KINDS = {
     "HTTPS": ("HTTPRoute",),
 }
 NOT_YET = {"TLS", "TCP", "UDP"}
+IGNORED_FIELDS = ("addresses", "tls", "allowedListeners")
 
 
 @dataclass(slots=True, eq=False)
@@ -67,6 +68,7 @@ class GatewayState:
     scope: Scope
     listeners: list[ListenerState]
     problems: list[Condition] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # fields reported and ignored
 
     @property
     def namespace(self) -> str:
@@ -109,6 +111,13 @@ def _gateway(inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants) -> Gatew
         state.problems.append(
             Condition(ConditionType.ACCEPTED, False, Reason.INVALID_PARAMETERS, message)
         )
+    # Spec 003 "Listeners": "Not supported in this release, reported and ignored: spec.addresses
+    # ..., spec.tls, and spec.allowedListeners (ListenerSets)."
+    state.notes += [
+        f"spec.{key} is not supported in this release and is ignored"
+        for key in IGNORED_FIELDS
+        if spec(obj).get(key)
+    ]
     _resolve_conflicts(state.listeners)
     _overlapping_tls(state.listeners)
     return state

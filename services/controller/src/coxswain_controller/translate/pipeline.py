@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 from coxswain_controller.discovery.scopes import SHARED_POOL, GatewayScope, Identity
 from coxswain_controller.translate.backends import BackendResolver
-from coxswain_controller.translate.classes import claimed_classes
-from coxswain_controller.translate.gateway_status import gateway_verdict
+from coxswain_controller.translate.classes import claimed_classes, class_events
+from coxswain_controller.translate.gateway_status import gateway_events, gateway_verdict
 from coxswain_controller.translate.gateways import GatewayState, gateway_states
 from coxswain_controller.translate.grants import Grants
 from coxswain_controller.translate.httproutes import (
@@ -138,7 +138,12 @@ class Pass:
 
     def result(self) -> TranslateResult:
         route_events = [e for c in self._routes.values() for e in c.events]
-        events = route_events + self._ingress_events
+        events = [
+            *class_events(self._class_verdicts),
+            *(e for g in self._gateways for e in gateway_events(g)),
+            *route_events,
+            *self._ingress_events,
+        ]
         verdicts: list[Verdict] = [
             *self._class_verdicts,
             *(gateway_verdict(g) for g in self._gateways),
