@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
 import h2.config
@@ -32,10 +32,10 @@ class _Connection(asyncio.Protocol):
         self._requests: dict[int, list[tuple[str, str]]] = {}
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses: a cast, not an isinstance.
+        self._transport = cast(asyncio.Transport, transport)
         self._h2.initiate_connection()
-        transport.write(self._h2.data_to_send())
+        self._transport.write(self._h2.data_to_send())
 
     def data_received(self, data: bytes) -> None:
         assert self._transport is not None

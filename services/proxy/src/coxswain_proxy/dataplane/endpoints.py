@@ -12,8 +12,22 @@ from typing import Any
 from coxswain_proxy.dataplane.upstream_tls import TlsClient
 from coxswain_routing import Endpoint, EndpointSet
 
-# (address, port) as dialled, plus how to speak TLS to it when a BackendTLSPolicy governs it.
-Origin = tuple[str, int] | tuple[str, int, TlsClient]
+
+class H2c:
+    """The marker of an origin spoken to in cleartext HTTP/2 (`appProtocol: kubernetes.io/h2c`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "h2c"
+
+
+H2C = H2c()
+
+# (address, port) as dialled, plus how to speak to it when plain HTTP/1.1 is not the answer:
+# TLS when a BackendTLSPolicy governs it, or cleartext HTTP/2. The third element keeps the two
+# kinds of connection to one address apart in the pool.
+Origin = tuple[str, int] | tuple[str, int, TlsClient] | tuple[str, int, H2c]
 
 
 def takes_new_requests(endpoint: Endpoint) -> bool:
@@ -24,10 +38,14 @@ def takes_new_requests(endpoint: Endpoint) -> bool:
 
 def tls_arguments(origin: Origin) -> dict[str, Any]:
     """The `create_connection` arguments that speak TLS to `origin`, if it wants TLS."""
-    if len(origin) == 3:
-        client: TlsClient = origin[2]
+    if len(origin) == 3 and isinstance(origin[2], TlsClient):
+        client = origin[2]
         return {"ssl": client.context, "server_hostname": client.sni}
     return {}
+
+
+def is_h2c(origin: Origin) -> bool:
+    return len(origin) == 3 and origin[2] is H2C
 
 
 class EndpointPicker:
@@ -35,12 +53,12 @@ class EndpointPicker:
 
     __slots__ = ("origins", "_next")
 
-    def __init__(self, endpoint_set: EndpointSet, tls: TlsClient | None = None) -> None:
+    def __init__(self, endpoint_set: EndpointSet, via: TlsClient | H2c | None = None) -> None:
         ready = [e for e in endpoint_set.endpoints if takes_new_requests(e)]
         self.origins: tuple[Origin, ...] = (
             tuple((e.address, e.port) for e in ready)
-            if tls is None
-            else tuple((e.address, e.port, tls) for e in ready)
+            if via is None
+            else tuple((e.address, e.port, via) for e in ready)  # type: ignore[misc]
         )
         self._next = 0
 

@@ -26,9 +26,10 @@ from typing import Any, TypeVar
 
 from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import tls, upstream_tls
-from coxswain_proxy.dataplane.endpoints import EndpointPicker
+from coxswain_proxy.dataplane.endpoints import H2C, EndpointPicker
 from coxswain_routing import (
     Backend,
+    BackendProtocol,
     Cors,
     EndpointSet,
     GatewayListeners,
@@ -171,8 +172,9 @@ class Tables:
     router: Router
     plans: dict[int, RulePlan]  # by id() of the Rule
     endpoints: dict[str, EndpointPicker]  # by EndpointSet key
-    # Backends a BackendTLSPolicy governs dial their endpoints over TLS: their own pickers.
-    tls_pickers: dict[int, EndpointPicker]  # by id() of the Backend
+    # Backends a BackendTLSPolicy governs dial their endpoints over TLS, and backends declaring
+    # h2c speak cleartext HTTP/2: each has its own picker, whose origins say how to connect.
+    own_pickers: dict[int, EndpointPicker]  # by id() of the Backend
     tls: dict[int, tls.SniStore]  # by routing port
     ports: dict[int, PortInfo]  # the ports to bind
     version: str = ""
@@ -182,9 +184,9 @@ class Tables:
     sources: dict[str, Resource] = field(default_factory=dict)
 
     def picker(self, backend: Backend) -> EndpointPicker | None:
-        if backend.tls is None:
+        if backend.tls is None and backend.protocol is not BackendProtocol.H2C:
             return self.endpoints.get(backend.endpoints)
-        return self.tls_pickers.get(id(backend))
+        return self.own_pickers.get(id(backend))
 
 
 def _ports(resources: list[Resource], ingress: dict[int, bool]) -> dict[int, PortInfo]:
@@ -242,26 +244,30 @@ def _plans(routes: dict[str, HostRoutes], reuse: _Reuse) -> dict[int, RulePlan]:
     return plans
 
 
-def _tls_backends(routes: HostRoutes) -> Iterator[Backend]:
-    """The backends of `routes` a BackendTLSPolicy governs, mirrors' included."""
+def _needs_own_picker(backend: Backend) -> bool:
+    return backend.tls is not None or backend.protocol is BackendProtocol.H2C
+
+
+def _own_picker_backends(routes: HostRoutes) -> Iterator[Backend]:
+    """The backends of `routes` dialled other than as plain HTTP/1.1, mirrors' included."""
     for rule in routes.rules:
         slot_filters = (g for b in rule.backends for g in b.filters)
         for backend in rule.backends:
-            if backend.tls is not None:
+            if _needs_own_picker(backend):
                 yield backend
         for f in (*rule.filters, *slot_filters):
-            if isinstance(f, RequestMirror) and f.backend.tls is not None:
+            if isinstance(f, RequestMirror) and _needs_own_picker(f.backend):
                 yield f.backend
 
 
-def _tls_pickers(
+def _own_pickers(
     routes: dict[str, HostRoutes], sets: dict[str, EndpointSet], reuse: _Reuse
 ) -> dict[int, EndpointPicker]:
-    before = reuse.previous.tls_pickers if reuse.previous is not None else {}
+    before = reuse.previous.own_pickers if reuse.previous is not None else {}
     pickers = {}
     for key, resource in routes.items():
         kept = reuse.kept(key, resource)
-        for backend in _tls_backends(resource):
+        for backend in _own_picker_backends(resource):
             endpoint_set = sets.get(backend.endpoints)
             if endpoint_set is None:
                 continue
@@ -269,8 +275,9 @@ def _tls_pickers(
             if kept and reuse.kept(backend.endpoints, endpoint_set):
                 picker = before.get(id(backend))
             if picker is None:
-                assert backend.tls is not None
-                picker = EndpointPicker(endpoint_set, upstream_tls.client_for(backend.tls))
+                # TLS first: an h2c backend a BackendTLSPolicy governs gets TLS (HTTP/1.1).
+                via = H2C if backend.tls is None else upstream_tls.client_for(backend.tls)
+                picker = EndpointPicker(endpoint_set, via)
             pickers[id(backend)] = picker
     return pickers
 
@@ -316,7 +323,7 @@ def compile_tables(
             router=compile_router(listed, previous.router if previous is not None else None),
             plans=_plans(routes, reuse),
             endpoints=_endpoints(sets, reuse),
-            tls_pickers=_tls_pickers(routes, sets, reuse),
+            own_pickers=_own_pickers(routes, sets, reuse),
             tls=_tls_stores(_of_kind(keyed, TlsStore), reuse),
             ports=_ports(listed, ingress),
             version=version,

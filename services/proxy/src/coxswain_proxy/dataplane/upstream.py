@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Protocol, cast
 import httptools
 
 from coxswain_proxy.dataplane import errors, flow
-from coxswain_proxy.dataplane.endpoints import Origin, tls_arguments
+from coxswain_proxy.dataplane.endpoints import Origin, is_h2c, tls_arguments
+from coxswain_proxy.dataplane.h2c import H2cConnection
 from coxswain_proxy.dataplane.pool import Limits, Pool
 
 if TYPE_CHECKING:
@@ -231,7 +232,11 @@ class Connector:
         task.add_done_callback(self._opening.discard)
 
     async def _connect(self, origin: Origin, waiter: Waiter) -> None:
-        connection = UpstreamConnection(self, origin)
+        connection: UpstreamConnection
+        if is_h2c(origin):
+            connection = H2cConnection(self, origin)  # type: ignore[assignment]
+        else:
+            connection = UpstreamConnection(self, origin)
         try:
             async with asyncio.timeout(self.config.connect_timeout):
                 await self._loop.create_connection(

@@ -110,13 +110,13 @@ async def test_a_delta_rebuilds_a_tls_picker_only_when_its_endpoints_change(
         running(list(held.values())) as plane,
     ):
         assert plane.rt is not None and plane.rt.tables is not None
-        picker = plane.rt.tables.tls_pickers[id(backend)]
+        picker = plane.rt.tables.own_pickers[id(backend)]
         other = routes("other.example", rule("o", Backend(endpoints=backend.endpoints)))
         held[other.key] = other
         await plane.apply(held)
-        assert plane.rt.tables.tls_pickers[id(backend)] is picker
+        assert plane.rt.tables.own_pickers[id(backend)] is picker
         held[backend.endpoints] = endpoints("secure", moved.port)
         await plane.apply(held)
-        assert plane.rt.tables.tls_pickers[id(backend)] is not picker
+        assert plane.rt.tables.own_pickers[id(backend)] is not picker
         response = await get(actual(plane), "/", host="secure.example")
     assert b'"pod": "secure-1"' in response.body

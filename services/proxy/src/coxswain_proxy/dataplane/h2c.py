@@ -1,0 +1,278 @@
+"""Cleartext HTTP/2 to backends whose Service port declares `appProtocol: kubernetes.io/h2c`.
+
+Where it sits: `upstream.Connector` opens an `H2cConnection` instead of an `UpstreamConnection`
+for an origin marked `endpoints.H2C`. To the exchange it is the same thing: bound to one exchange
+at a time, handed the request as the HTTP/1.1 bytes every exchange writes, and calling back
+`response_head`, `response_body` and `response_complete`. The HTTP/1.1 request is re-parsed here
+(httptools) into one HTTP/2 stream: the exchange keeps a single request path, and h2c backends,
+which are the uncommon case, pay for the translation instead of every HTTP/1.1 request.
+
+Spec 003, "Backend references": such a backend is "spoken to in cleartext HTTP/2 by prior
+knowledge" — the connection preface goes out at once (RFC 9113 §3.3), no Upgrade dance. One
+stream runs at a time per connection, so the keep-alive pool, its limits and its retry rules
+apply unchanged; multiplexing would save connections, not change what a client sees.
+Connection-specific fields are dropped (RFC 9113 §8.2.2) and the Host becomes `:authority`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, cast
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+import httptools
+
+from coxswain_proxy.dataplane import errors, flow
+from coxswain_proxy.dataplane.endpoints import Origin
+
+if TYPE_CHECKING:
+    from coxswain_proxy.dataplane.upstream import Bound, Connector
+
+# RFC 9113 §8.2.2: fields that only mean something to one HTTP/1.1 connection.
+_CONNECTION_SPECIFIC = frozenset(
+    {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade", b"host"}
+)
+# Stream identifiers are odd and below 2**31; long before that, start a fresh connection.
+_LAST_STREAM = 1 << 30
+
+_CONFIG = h2.config.H2Configuration(client_side=True, header_encoding=None)
+
+
+class H2cConnection(asyncio.Protocol):
+    __slots__ = (
+        "connector", "origin", "transport", "gate", "exchange", "closed", "tunnel", "h2",
+        "parser", "url", "fields", "stream", "deferred", "outbound", "ending", "limit",
+        "goaway",
+    )  # fmt: skip
+
+    def __init__(self, connector: Connector, origin: Origin) -> None:
+        self.connector = connector
+        self.origin = origin
+        self.transport: asyncio.Transport | None = None
+        self.gate = flow.ReadGate()
+        self.exchange: Bound | None = None  # None while idle in the pool
+        self.closed = False
+        self.tunnel: asyncio.Transport | None = None  # never: an h2c stream is not tunneled
+        self.h2 = h2.connection.H2Connection(config=_CONFIG)
+        self.parser = httptools.HttpRequestParser(self)
+        self.url = b""
+        self.fields: list[tuple[bytes, bytes]] = []
+        self.stream = 0  # the bound exchange's stream; 0 before its headers went out
+        self.deferred = False  # headers parsed, held to go out with END_STREAM if no body comes
+        self.outbound = bytearray()  # request body waiting for flow-control window
+        self.ending = False  # the request is complete: END_STREAM once `outbound` is sent
+        self.limit = connector.config.max_upstream_header_bytes
+        self.goaway = False
+
+    def bind(self, exchange: Bound, *, head_only: bool) -> None:
+        # A HEAD response ends with its HEADERS frame's END_STREAM: nothing special to do.
+        del head_only
+        self.exchange = exchange
+        self.parser = httptools.HttpRequestParser(self)
+        self.url = b""
+        self.fields = []
+        self.stream = 0
+        self.deferred = False
+        self.outbound.clear()
+        self.ending = False
+
+    # ------------------------------------------------------------------ the request
+
+    def write(self, data: bytes) -> None:
+        if self.closed or self.exchange is None:
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            # Our own exchange wrote these bytes: failing here is a bug, answered as a 502.
+            self._fail(errors.BadGateway(f"request not expressible over h2c: {exc}"))
+            return
+        self._flush()
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.fields.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        fields = self.fields
+        authority = next((v for n, v in fields if n == b"host"), b"")
+        headers = [
+            (b":method", self.parser.get_method()),
+            (b":scheme", b"http"),
+            (b":authority", authority),
+            (b":path", self.url or b"/"),
+        ]
+        body_follows = False
+        for name, value in fields:
+            if name in _CONNECTION_SPECIFIC:
+                body_follows = body_follows or name == b"transfer-encoding"
+                continue
+            if name == b"te" and value.lower() != b"trailers":
+                continue
+            if name == b"content-length":
+                body_follows = body_follows or value.strip() not in (b"", b"0")
+            headers.append((name, value))
+        self.fields = headers
+        if body_follows:
+            self._open_stream(end=False)
+        else:
+            # No body is coming: the message completes in this same feed, and the headers go
+            # out then, with END_STREAM, as one frame.
+            self.deferred = True
+
+    def on_body(self, body: bytes) -> None:
+        if self.deferred:
+            self.deferred = False
+            self._open_stream(end=False)
+        self.outbound += body
+        self._send_body()
+
+    def on_message_complete(self) -> None:
+        if self.deferred:
+            self.deferred = False
+            self._open_stream(end=True)
+            return
+        self.ending = True
+        self._send_body()
+
+    def _open_stream(self, *, end: bool) -> None:
+        self.stream = self.h2.get_next_available_stream_id()
+        self.h2.send_headers(self.stream, self.fields, end_stream=end)
+        self.fields = []
+
+    def _send_body(self) -> None:
+        stream, connection = self.stream, self.h2
+        if not stream:
+            return
+        while self.outbound:
+            size = min(
+                len(self.outbound),
+                connection.local_flow_control_window(stream),
+                connection.max_outbound_frame_size,
+            )
+            if size <= 0:
+                return  # the rest goes when the backend opens its window (WindowUpdated)
+            chunk = bytes(self.outbound[:size])
+            del self.outbound[:size]
+            connection.send_data(stream, chunk)
+        if self.ending:
+            self.ending = False
+            connection.end_stream(stream)
+
+    # ------------------------------------------------------------------ the response
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            events = self.h2.receive_data(data)
+        except h2.exceptions.ProtocolError as exc:
+            self._flush()
+            self._fail(errors.BadGateway(f"upstream broke HTTP/2: {exc}"))
+            self.close()
+            return
+        for event in events:
+            self._event(event)
+            if self.closed:
+                return
+        self._flush()
+        exchange = self.exchange
+        if exchange is not None:
+            exchange.flush()
+        elif self.goaway:
+            self.close()  # idle, and the backend will take no new stream here
+
+    def _event(self, event: h2.events.Event) -> None:
+        exchange = self.exchange
+        stream = getattr(event, "stream_id", None)
+        if isinstance(event, h2.events.WindowUpdated):
+            if self.outbound or self.ending:
+                self._send_body()
+        elif isinstance(event, h2.events.ConnectionTerminated):
+            self.goaway = True
+            last = event.last_stream_id
+            if exchange is not None and (last is None or self.stream > last):
+                # Not processed by the backend: safe to fail as a connect failure (retried).
+                self._fail(errors.UpstreamUnavailable("upstream sent GOAWAY"))
+        elif exchange is None or stream != self.stream or not stream:
+            return  # nothing bound, or a stream that is not ours (the server may push nothing)
+        elif isinstance(
+            event, (h2.events.ResponseReceived, h2.events.InformationalResponseReceived)
+        ):
+            self._head(exchange, event.headers)
+        elif isinstance(event, h2.events.DataReceived):
+            # Acknowledged at once: backpressure on the client's side pauses this transport's
+            # reading (the ReadGate), which holds the backend through TCP instead.
+            self.h2.acknowledge_received_data(event.flow_controlled_length, stream)
+            if event.data:
+                exchange.response_body(event.data)
+        elif isinstance(event, h2.events.StreamEnded):
+            self.stream = 0
+            exchange.response_complete(not self.goaway and stream < _LAST_STREAM)
+        elif isinstance(event, h2.events.StreamReset):
+            self.stream = 0
+            self._fail(errors.BadGateway(f"upstream reset the stream (code {event.error_code})"))
+
+    def _head(self, exchange: Bound, raw: list[tuple[bytes, bytes]] | None) -> None:
+        status = 0
+        headers: list[tuple[bytes, bytes]] = []
+        size = 0
+        for name, value in raw or ():
+            size += len(name) + len(value) + 4
+            if name == b":status":
+                status = int(value)
+            elif not name.startswith(b":"):
+                headers.append((name, value))
+        if size > self.limit:
+            self._fail(errors.BadGateway("upstream response headers too large"))
+            return
+        exchange.response_head(status, headers)
+
+    # ------------------------------------------------------------------ the connection
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self.gate.transport = self.transport
+        flow.limit_writes(self.transport)
+        self.h2.initiate_connection()
+        self._flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        was_closed, self.closed = self.closed, True
+        if not was_closed:
+            self.connector.forget(self)  # type: ignore[arg-type]
+        exchange, self.exchange = self.exchange, None
+        if exchange is not None:
+            exchange.upstream_failed(errors.BadGateway("upstream connection closed"))
+
+    def pause_writing(self) -> None:
+        if self.exchange is not None:
+            self.exchange.upstream_writable(False)
+
+    def resume_writing(self) -> None:
+        if self.exchange is not None:
+            self.exchange.upstream_writable(True)
+
+    def _flush(self) -> None:
+        data = self.h2.data_to_send()
+        if data and self.transport is not None and not self.closed:
+            self.transport.write(data)
+
+    def _fail(self, exc: errors.DataplaneError) -> None:
+        exchange, self.exchange = self.exchange, None
+        self.close()
+        if exchange is not None:
+            exchange.upstream_failed(exc)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.connector.forget(self)  # type: ignore[arg-type]
+            if self.transport is not None:
+                self.transport.close()
+
+
+__all__ = ["H2cConnection"]
