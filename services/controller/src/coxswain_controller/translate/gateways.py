@@ -6,8 +6,8 @@ of the shared proxy (`ports`), a dedicated Gateway's on its own proxy at the dec
 Within one Gateway, spec 003 "Listeners" applies: "Two listeners on one port must serve one
 protocol; where they do not, ... the earlier listener keeps the port and the other is reported
 and not served", and a UDP listener binds in its own port space. A listener that is not served
-is not Accepted, whatever refused it. HTTPS listeners one port shares whose hostnames can claim
-the same request host are marked OverlappingTLSConfig (the Gateway API's warning about HTTP/2
+is not Accepted, whatever refused it. HTTPS listeners on one port whose hostnames can claim the
+same request host are marked OverlappingTLSConfig (the Gateway API's warning about HTTP/2
 connection coalescing); they are still served.
 """
 
