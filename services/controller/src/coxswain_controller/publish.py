@@ -31,7 +31,7 @@ from coxswain_controller.translate.result import GatewayVerdict, Verdict
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Publisher", "gc_paused", "translate_pass"]
+__all__ = ["Freezer", "Publisher", "gc_paused", "translate_pass"]
 
 DEBOUNCE = 0.02
 MAX_DELAY = 0.5
@@ -65,6 +65,7 @@ class Publisher:
         self._max_delay = max_delay
         self._gate = ProgrammedGate()
         self._translator = Translator(options)  # keeps the last pass to patch it
+        self._freezer = Freezer()
         self._stamps: dict[tuple[str, str], tuple[int, int]] = {}  # Gateway -> (generation, seq)
         self._changed = asyncio.Event()
         self.result: TranslateResult | None = None
@@ -93,13 +94,33 @@ class Publisher:
 
     async def rebuild(self) -> None:
         inputs = self._inputs()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        patched_before = self._translator.patched
         with TRANSLATIONS.time():
             result = await asyncio.to_thread(translate_pass, self._translator, inputs)
+        translated = loop.time()
         self._registry.set_gateway_identities(result.gateway_identities)
+        before = self._registry.seq
+        full_pass = self._translator.patched == patched_before
         with gc_paused():  # encoding changed resources allocates as much as translating
             seq = self._registry.publish(result.snapshots)
         SEQ.set(seq)
         PUBLISHES.inc()
+        if seq != before:
+            # One line per publish (not per event): what an operator correlates with proxies'
+            # "snapshot applied" lines, which carry the same publish_seq.
+            log.info(
+                "published",
+                extra={
+                    "fields": {
+                        "publish_seq": seq,
+                        "translate_ms": round((translated - started) * 1000, 1),
+                        "publish_ms": round((loop.time() - translated) * 1000, 1),
+                        "patched": self._translator.patched,
+                    }
+                },
+            )
         for verdict in result.verdicts:
             if isinstance(verdict, GatewayVerdict):
                 key = (verdict.ref.namespace, verdict.ref.name)
@@ -107,6 +128,7 @@ class Publisher:
                     self._stamps[key] = (verdict.generation, seq)
         self.result = result
         self.published.set()
+        self._freezer.passed(inputs, full=full_pass)
         # Let the streams woken by the publish send their deltas before the status work below
         # (gating and merging every verdict) holds the loop: traffic first, status after.
         await asyncio.sleep(0)
@@ -165,6 +187,29 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+class Freezer:
+    """When to exempt what is alive from future collections: after a full pass, or once the
+    cache grew by a quarter since the last freeze (the collector's own growth rule).
+
+    The watch cache and the kept pass are most of the heap and live for a long time, yet every
+    full collection walked them: measured at 3k routes, 56 to 212 ms pauses on the event loop,
+    the tail of change-to-traffic time. `gc.freeze()` moves them to the permanent generation
+    (O(1)), so later collections walk only what was allocated since. Frozen objects are still
+    freed by reference counting when the cache drops them (parsed JSON and compiled routing hold
+    no cycles); what is lost is collection of cyclic garbage alive at those instants, which the
+    growth rule keeps few: a full pass follows a Gateway, Service or grant change, not an edit.
+    """
+
+    def __init__(self) -> None:
+        self._size = 0
+
+    def passed(self, inputs: Inputs, *, full: bool) -> None:
+        size = inputs.size()
+        if full or size > self._size * 5 // 4:
+            self._size = size
+            gc.freeze()
 
 
 def translate_pass(translator: Translator, inputs: Inputs) -> TranslateResult:

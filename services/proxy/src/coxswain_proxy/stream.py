@@ -112,18 +112,26 @@ class StreamSession:
             self._delivered = True
             self._outbox.put_nowait(ports.node_status(self._bound))
             self._on_delivery()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
             # Decoding and compiling a large snapshot takes a while: off the event loop.
             state = await asyncio.to_thread(_stage, self._holder.state, pushed)
         except errors.SnapshotRejected as exc:
             return _rejected(pushed, exc)
+        staged = loop.time()
         # The swap: one assignment, after which new requests see the new routing; the Ack
         # waits until the data plane (every worker) has it too.
         await self._holder.commit(state)
+        gcpause.served(len(state.resources), full=pushed.full)
         metrics.applied(state.version, state.publish_seq)
+        timings = {
+            "stage_ms": round((staged - started) * 1000, 1),
+            "apply_ms": round((loop.time() - staged) * 1000, 1),
+        }
         log.info(
             "snapshot applied",
-            extra={"fields": _fields(pushed) | {"resources": len(state.resources)}},
+            extra={"fields": _fields(pushed) | {"resources": len(state.resources)} | timings},
         )
         return pb.ProxyMessage(ack=pb.Ack(version=state.version, nonce=pushed.nonce))
 

@@ -12,7 +12,10 @@ checks it).
 
 from __future__ import annotations
 
-from coxswain_controller.translate.inputs import KINDS, Inputs, Options
+from collections.abc import Mapping
+from typing import Any
+
+from coxswain_controller.translate.inputs import KINDS, Inputs, Obj, Options, equivalent
 from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.pipeline import PATCHABLE, Pass
 from coxswain_controller.translate.result import TranslateResult
@@ -29,7 +32,7 @@ class Translator:
 
     def translate(self, inputs: Inputs) -> TranslateResult:
         last = self._last
-        if last is not None and _only(PATCHABLE, last.inputs, inputs):
+        if last is not None and _changed_kinds(last.inputs, inputs) <= PATCHABLE:
             last.patch(inputs, self._memo)
             self.patched += 1
             return last.result()
@@ -37,6 +40,28 @@ class Translator:
         return self._last.result()
 
 
-def _only(kinds: frozenset[str], before: Inputs, after: Inputs) -> bool:
-    """Whether every table outside `kinds` is the very same object in both."""
-    return all(before.table(k) is after.table(k) for k in KINDS if k not in kinds)
+def _changed_kinds(before: Inputs, after: Inputs) -> set[str]:
+    """The kinds whose objects changed in a way translation can see.
+
+    Translation never reads `status` or `metadata.resourceVersion`/`managedFields`, and this
+    controller's own status writes change nothing else: a Gateway's status write would otherwise
+    cost a full pass. HTTPRoutes and EndpointSlices are compared object by object in the patch.
+    """
+    changed = set()
+    for kind in KINDS:
+        old, new = before.table(kind), after.table(kind)
+        if old is new:
+            continue
+        if kind in PATCHABLE or not _equivalent_tables(old, new):
+            changed.add(kind)
+    return changed
+
+
+def _equivalent_tables(old: Mapping[Any, Obj], new: Mapping[Any, Obj]) -> bool:
+    if len(old) != len(new):
+        return False
+    for key, obj in new.items():
+        held = old.get(key)
+        if held is not obj and (held is None or not equivalent(held, obj)):
+            return False
+    return True

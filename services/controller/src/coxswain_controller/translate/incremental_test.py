@@ -246,3 +246,24 @@ def test_random_edit_sequences_patch_to_fresh_results(sequence: list[tuple[str, 
                 routes.pop(key, None)
             tables = _with_routes(tables, routes)
         _step(translator, tables)
+
+
+def test_a_status_write_is_not_a_change_to_translate() -> None:
+    tables = _tables(TESTDATA / "backend-references")
+    translator = Translator(Options())
+    _step(translator, tables)
+    gateways = {
+        key: {**gw, "status": {"conditions": [{"type": "Programmed", "status": "True"}]},
+              "metadata": {**gw["metadata"], "resourceVersion": "99"}}
+        for key, gw in tables["Gateway"].items()
+    }  # fmt: skip
+    routes = {
+        key: {**route, "status": {"parents": []}} for key, route in tables["HTTPRoute"].items()
+    }
+    tables = {**tables, "Gateway": gateways, "HTTPRoute": routes}
+    _step(translator, tables)
+    assert translator.patched == 1  # our own status writes cost no pass of any stage
+    key = next(iter(gateways))
+    relabeled = {**gateways[key], "metadata": {**gateways[key]["metadata"], "generation": 7}}
+    _step(translator, {**tables, "Gateway": {**gateways, key: relabeled}})
+    assert translator.patched == 1  # a change translation can see runs every stage

@@ -12,7 +12,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Inputs", "Obj", "Options", "created", "generation", "meta", "name", "namespace", "uid"]
+__all__ = [
+    "Inputs",
+    "Obj",
+    "Options",
+    "created",
+    "equivalent",
+    "generation",
+    "meta",
+    "name",
+    "namespace",
+    "uid",
+]
 
 Obj = Mapping[str, Any]
 _EMPTY: Mapping[tuple[str, str], Obj] = {}
@@ -68,6 +79,10 @@ class Inputs:
         """The whole table of `kind` (its identity changes whenever any object of it does)."""
         return self._objects.get(kind, _EMPTY)
 
+    def size(self) -> int:
+        """How many objects there are, of every kind."""
+        return sum(len(table) for table in self._objects.values())
+
     def all(self, kind: str) -> list[Obj]:
         """Every object of `kind`, in (namespace, name) order: translation is deterministic."""
         table = self._objects.get(kind, {})
@@ -107,3 +122,25 @@ def created(obj: Obj) -> int:
 def spec(obj: Obj) -> Mapping[str, Any]:
     value: Mapping[str, Any] = obj.get("spec") or {}
     return value
+
+
+_UNREAD_METADATA = frozenset({"resourceVersion", "managedFields"})
+
+
+def equivalent(a: Obj, b: Obj) -> bool:
+    """Whether two versions of an object translate alike: they differ at most in what
+    translation never reads (`status`, `metadata.resourceVersion` and `managedFields`)."""
+    if a.keys() - {"status"} != b.keys() - {"status"}:
+        return False
+    for field, value in a.items():
+        if field == "status":
+            continue
+        other = b[field]
+        if field == "metadata" and isinstance(value, Mapping) and isinstance(other, Mapping):
+            if {k: v for k, v in value.items() if k not in _UNREAD_METADATA} != {
+                k: v for k, v in other.items() if k not in _UNREAD_METADATA
+            }:
+                return False
+        elif value != other:
+            return False
+    return True

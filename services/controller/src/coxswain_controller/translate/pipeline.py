@@ -32,7 +32,7 @@ from coxswain_controller.translate.httproutes import (
     withdraw,
 )
 from coxswain_controller.translate.ingress import ingresses
-from coxswain_controller.translate.inputs import Inputs, Obj, Options, generation
+from coxswain_controller.translate.inputs import Inputs, Obj, Options, equivalent, generation
 from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.ports import assign_bind_ports
 from coxswain_controller.translate.result import (
@@ -109,7 +109,8 @@ class Pass:
         changed HTTPRoute is withdrawn and translated again."""
         old: Mapping[tuple[str, str], Obj] = self.inputs.table(HTTP_ROUTE)
         new: Mapping[tuple[str, str], Obj] = inputs.table(HTTP_ROUTE)
-        changed = [] if old is new else [k for k, r in new.items() if old.get(k) is not r]
+        # A route whose new version differs only in status (our own write) translates alike.
+        changed = [] if old is new else [k for k, r in new.items() if _edited(old.get(k), r)]
         changed += [k for k in old if k not in new]
         if self.inputs.table("EndpointSlice") is not inputs.table("EndpointSlice"):
             self._tables.endpoints_changed(self._resolver.refresh_endpoints(inputs))
@@ -155,6 +156,10 @@ class Pass:
             events=tuple(sorted(events, key=lambda e: (e.ref, e.reason, e.message))),
             gateway_identities=dict(self._identities),
         )
+
+
+def _edited(held: Obj | None, route: Obj) -> bool:
+    return held is not route and (held is None or not equivalent(held, route))
 
 
 def _finalize_gateway(gateway: GatewayState, tables: ScopeTables) -> None:

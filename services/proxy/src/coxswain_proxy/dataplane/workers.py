@@ -33,6 +33,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from coxswain_proto import discovery as pb
+from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import tables
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.stats import Stats
@@ -178,6 +179,7 @@ async def _serve(sock: socket.socket, options: Options) -> None:
                 resources = staged(held, snapshot)
                 bound = await plane.apply(resources, snapshot.version)
                 held = resources
+                gcpause.served(len(resources), full=snapshot.full)
                 answer: Any = {
                     "swapped": snapshot.version,
                     "bound": [[b.port, b.actual, b.tls] for b in bound],
