@@ -46,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     offline.add_argument(
         "--update-goldens", type=Path, metavar="DIR", help="rewrite the golden cases under DIR"
     )
+    offline.add_argument(
+        "--published-service",
+        default="",
+        metavar="NAMESPACE/NAME",
+        help="as for serve: the Service whose addresses shared Gateways report",
+    )
     return parser
 
 
@@ -68,6 +74,13 @@ def _translation_flags(serve: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--ingress-http-port", type=int, default=defaults.ingress_http_port)
     group.add_argument("--ingress-https-port", type=int, default=defaults.ingress_https_port)
+    group.add_argument(
+        "--published-service",
+        default=defaults.published_service,
+        metavar="NAMESPACE/NAME",
+        help="the Service in front of the shared proxies: its load balancer addresses (or "
+        "external IPs) become shared Gateways' status.addresses",
+    )
 
 
 def _election_flags(serve: argparse.ArgumentParser) -> None:
@@ -129,7 +142,8 @@ def _translate_offline(args: argparse.Namespace) -> int:
     for path in args.filename:
         with path.open() as handle:
             documents += list(yaml.safe_load_all(handle))
-    sys.stdout.write(goldens.render_manifests(documents))
+    options = Options(published_service=args.published_service)
+    sys.stdout.write(goldens.render_manifests(documents, options))
     return 0
 
 

@@ -190,6 +190,7 @@ def _options(args: argparse.Namespace) -> Options:
         ingress_controller=args.ingress_controller_name,
         ingress_http_port=args.ingress_http_port,
         ingress_https_port=args.ingress_https_port,
+        published_service=args.published_service,
     )
 
 

@@ -98,6 +98,12 @@ def merge_status(
         merged["conditions"] = _merge_conditions(
             current.get("conditions") or [], fragment["conditions"], now
         )
+    if "addresses" in fragment:
+        # Ours alone (the published Service's): replaced whole, and dropped when there is none.
+        if fragment["addresses"]:
+            merged["addresses"] = list(fragment["addresses"])
+        else:
+            merged.pop("addresses", None)
     if "listeners" in fragment:
         merged["listeners"] = _listeners(current.get("listeners") or [], fragment["listeners"], now)
     if "parents" in fragment:

@@ -3,7 +3,7 @@
 Covers foreign condition types kept, other controllers' parents entries kept, our stale parents
 entries dropped, lastTransitionTime kept while a condition's status holds, a negative-polarity
 condition of ours withdrawn once the verdict leaves it out, and "no write" when the live status
-already says what the verdict says.
+already says what the verdict says; status.addresses replaced whole, or dropped when there are none.
 """
 
 from __future__ import annotations
@@ -142,3 +142,22 @@ def test_a_negative_polarity_condition_is_withdrawn_when_no_longer_true() -> Non
     assert merged is not None
     types = [c["type"] for c in merged["listeners"][0]["conditions"]]
     assert types == ["example.com/Audited", "Accepted"]
+
+
+def test_addresses_are_replaced_whole_and_dropped_when_there_are_none() -> None:
+    live = {
+        "addresses": [{"type": "IPAddress", "value": "203.0.113.1"}],
+        "conditions": [cond("Accepted", "True", "Accepted")],
+    }
+    moved = merge_status(
+        live,
+        {"addresses": [{"type": "Hostname", "value": "lb.example.net"}]},
+        controller=ME,
+        now="t1",
+    )
+    assert moved is not None
+    assert moved["addresses"] == [{"type": "Hostname", "value": "lb.example.net"}]
+    assert moved["conditions"] == live["conditions"]
+    gone = merge_status(live, {"addresses": []}, controller=ME, now="t1")
+    assert gone is not None and "addresses" not in gone
+    assert merge_status(live, {"addresses": live["addresses"]}, controller=ME, now="t1") is None

@@ -39,4 +39,5 @@ class Reason(StrEnum):
     BACKEND_NOT_FOUND = "BackendNotFound"
     INVALID_KIND = "InvalidKind"
     UNSUPPORTED_ADDRESS = "UnsupportedAddress"
+    ADDRESS_NOT_ASSIGNED = "AddressNotAssigned"
     OVERLAPPING_HOSTNAMES = "OverlappingHostnames"

@@ -10,6 +10,8 @@ never written False).
 
 from __future__ import annotations
 
+from coxswain_controller.discovery.scopes import SharedPool
+from coxswain_controller.translate.addresses import Addresses
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways import GatewayState, ListenerState
 from coxswain_controller.translate.inputs import generation, uid
@@ -66,7 +68,8 @@ def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
     return ListenerVerdict(listener.name, listener.supported_kinds, listener.attached, ordered)
 
 
-def gateway_verdict(gateway: GatewayState) -> GatewayVerdict:
+def gateway_verdict(gateway: GatewayState, published: Addresses = None) -> GatewayVerdict:
+    """`published`: the published Service's addresses (None when none is configured)."""
     listeners = tuple(_listener(x, gateway.served) for x in gateway.listeners)
     valid = sum(1 for x in gateway.listeners if x.served)
     if not gateway.cls.accepted:
@@ -91,7 +94,15 @@ def gateway_verdict(gateway: GatewayState) -> GatewayVerdict:
         accepted = Condition(
             ConditionType.ACCEPTED, False, Reason.LISTENERS_NOT_VALID, "no listener is valid"
         )
-    if accepted.status:
+    addresses = published if isinstance(gateway.scope, SharedPool) else None
+    if accepted.status and addresses == ():
+        programmed = Condition(
+            ConditionType.PROGRAMMED,
+            False,
+            Reason.ADDRESS_NOT_ASSIGNED,
+            "the published Service has no address yet",
+        )
+    elif accepted.status:
         programmed = Condition(ConditionType.PROGRAMMED, True, Reason.PROGRAMMED, "programmed")
     else:
         programmed = Condition(
@@ -105,6 +116,7 @@ def gateway_verdict(gateway: GatewayState) -> GatewayVerdict:
         (accepted, programmed),
         listeners,
         gateway.scope,
+        addresses,
     )
 
 

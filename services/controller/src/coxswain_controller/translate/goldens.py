@@ -28,9 +28,17 @@ def render_manifests(documents: Iterable[Any], options: Options | None = None) -
     return yaml.safe_dump(render(result, options.gateway_controller), sort_keys=True, width=120)
 
 
+def case_options(case: Path) -> Options:
+    """A case's translation options: `options.yaml` (Options fields) when present."""
+    path = case / "options.yaml"
+    if not path.exists():
+        return Options()
+    return Options(**(yaml.safe_load(path.read_text()) or {}))
+
+
 def run_case(case: Path) -> str:
     with (case / "input.yaml").open() as handle:
-        return render_manifests(yaml.safe_load_all(handle))
+        return render_manifests(yaml.safe_load_all(handle), case_options(case))
 
 
 def update_goldens(root: Path) -> list[str]:

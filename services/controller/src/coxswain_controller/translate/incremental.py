@@ -32,12 +32,23 @@ class Translator:
 
     def translate(self, inputs: Inputs) -> TranslateResult:
         last = self._last
-        if last is not None and _changed_kinds(last.inputs, inputs) <= PATCHABLE:
+        if last is not None and self._patchable(last.inputs, inputs):
             last.patch(inputs, self._memo)
             self.patched += 1
             return last.result()
         self._last = Pass.build(inputs, self._options, self._memo)
         return self._last.result()
+
+    def _patchable(self, before: Inputs, after: Inputs) -> bool:
+        # The published Service's status is the one status translation reads (its addresses).
+        if _published_changed(self._options, before, after):
+            return False
+        return _changed_kinds(before, after) <= PATCHABLE
+
+
+def _published_changed(options: Options, before: Inputs, after: Inputs) -> bool:
+    key = options.published_key
+    return key is not None and before.get("Service", *key) is not after.get("Service", *key)
 
 
 def _changed_kinds(before: Inputs, after: Inputs) -> set[str]:

@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coxswain_controller.translate import Inputs, Options, TranslateResult, translate
-from coxswain_controller.translate.goldens import TESTDATA
+from coxswain_controller.translate.goldens import TESTDATA, case_options
 from coxswain_controller.translate.incremental import Translator
+from coxswain_controller.translate.result import GatewayVerdict
 
 CASES = sorted(p for p in TESTDATA.iterdir() if (p / "input.yaml").exists())
 Tables = dict[str, dict[tuple[str, str], Any]]
@@ -42,9 +43,9 @@ def _same(a: TranslateResult, b: TranslateResult) -> None:
     assert a.gateway_identities == b.gateway_identities
 
 
-def _step(translator: Translator, tables: Tables) -> None:
+def _step(translator: Translator, tables: Tables, options: Options | None = None) -> None:
     inputs = Inputs(tables)
-    _same(translator.translate(inputs), translate(inputs))
+    _same(translator.translate(inputs), translate(inputs, options))
 
 
 def _with_routes(tables: Tables, routes: dict[tuple[str, str], Any]) -> Tables:
@@ -64,14 +65,15 @@ def _edited(route: dict[str, Any]) -> dict[str, Any]:
 def test_each_route_removed_restored_and_edited_patches_to_a_fresh_result(case: Path) -> None:
     tables = _tables(case)
     routes = tables.get("HTTPRoute", {})
-    translator = Translator(Options())
-    _step(translator, tables)
+    options = case_options(case)
+    translator = Translator(options)
+    _step(translator, tables, options)
     for key, route in routes.items():
         without = {k: v for k, v in routes.items() if k != key}
-        _step(translator, _with_routes(tables, without))
-        _step(translator, _with_routes(tables, dict(routes)))
-        _step(translator, _with_routes(tables, {**routes, key: _edited(route)}))
-        _step(translator, _with_routes(tables, dict(routes)))
+        _step(translator, _with_routes(tables, without), options)
+        _step(translator, _with_routes(tables, dict(routes)), options)
+        _step(translator, _with_routes(tables, {**routes, key: _edited(route)}), options)
+        _step(translator, _with_routes(tables, dict(routes)), options)
     assert translator.patched == 4 * len(routes)
 
 
@@ -267,3 +269,19 @@ def test_a_status_write_is_not_a_change_to_translate() -> None:
     relabeled = {**gateways[key], "metadata": {**gateways[key]["metadata"], "generation": 7}}
     _step(translator, {**tables, "Gateway": {**gateways, key: relabeled}})
     assert translator.patched == 1  # a change translation can see runs every stage
+
+
+def test_the_published_services_status_is_the_one_status_translation_reads() -> None:
+    case = TESTDATA / "published-service-without-address"
+    options = case_options(case)
+    tables = _tables(case)
+    translator = Translator(options)
+    _step(translator, tables, options)
+    key = ("coxswain-system", "coxswain-proxy")
+    service = tables["Service"][key]
+    assigned = {**service, "status": {"loadBalancer": {"ingress": [{"ip": "198.51.100.7"}]}}}
+    tables = {**tables, "Service": {**tables["Service"], key: assigned}}
+    result = translator.translate(Inputs(tables))
+    _same(result, translate(Inputs(tables), options))
+    gateway = next(v for v in result.verdicts if isinstance(v, GatewayVerdict))
+    assert gateway.addresses == (("IPAddress", "198.51.100.7"),)

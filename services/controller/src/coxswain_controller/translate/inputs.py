@@ -56,6 +56,16 @@ class Options:
     # targetPort on that pod").
     shared_port_base: int = 20000
     shared_port_span: int = 10000
+    # "namespace/name" of the Service in front of the shared proxies, whose addresses shared
+    # Gateways report in status.addresses (spec 003); "" reports none.
+    published_service: str = ""
+
+    @property
+    def published_key(self) -> tuple[str, str] | None:
+        if not self.published_service:
+            return None
+        namespace, _, name = self.published_service.partition("/")
+        return (namespace, name)
 
 
 class Inputs:

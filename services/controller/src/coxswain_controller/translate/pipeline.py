@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from coxswain_controller.discovery.scopes import SHARED_POOL, GatewayScope, Identity
+from coxswain_controller.translate.addresses import Addresses, published_addresses
 from coxswain_controller.translate.backends import BackendResolver
 from coxswain_controller.translate.classes import claimed_classes, class_events
 from coxswain_controller.translate.gateway_status import gateway_events, gateway_verdict
@@ -70,6 +71,7 @@ class Pass:
         tables: ScopeTables,
         routes: dict[tuple[str, str], RouteContribution],
         ingress_events: list[Event],
+        addresses: Addresses = None,
     ) -> None:
         self.inputs = inputs
         self._class_verdicts = class_verdicts
@@ -79,6 +81,7 @@ class Pass:
         self._tables = tables
         self._routes = routes
         self._ingress_events = ingress_events
+        self._addresses = addresses
         self._identities = {
             g.scope: Identity(g.namespace, f"{g.name}-{g.cls.name}")
             for g in gateways
@@ -101,7 +104,10 @@ class Pass:
         ingress_events = ingresses(inputs, options, resolver, tables)
         for gateway in gateways:
             _finalize_gateway(gateway, tables)
-        return cls(inputs, class_verdicts, gateways, resolver, tables, routes, ingress_events)
+        addresses = published_addresses(inputs, options)
+        return cls(
+            inputs, class_verdicts, gateways, resolver, tables, routes, ingress_events, addresses
+        )
 
     def patch(self, inputs: Inputs, memo: RouteMemo | None = None) -> None:
         """Move this pass to `inputs`, which differ from `self.inputs` only in the kinds of
@@ -147,7 +153,7 @@ class Pass:
         ]
         verdicts: list[Verdict] = [
             *self._class_verdicts,
-            *(gateway_verdict(g) for g in self._gateways),
+            *(gateway_verdict(g, self._addresses) for g in self._gateways),
             *(c.verdict for c in self._routes.values()),
         ]
         return TranslateResult(

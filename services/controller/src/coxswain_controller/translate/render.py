@@ -36,7 +36,13 @@ def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
     if isinstance(verdict, ClassVerdict):
         return {"conditions": _conditions(verdict.conditions, verdict.generation)}
     if isinstance(verdict, GatewayVerdict):
+        addresses = (
+            {}
+            if verdict.addresses is None
+            else {"addresses": [{"type": t, "value": v} for t, v in verdict.addresses]}
+        )
         return {
+            **addresses,
             "conditions": _conditions(verdict.conditions, verdict.generation),
             "listeners": [
                 {

@@ -85,6 +85,8 @@ class GatewayVerdict:
     # status writer gates a True on bind + ack (spec 000)
     listeners: tuple[ListenerVerdict, ...]
     scope: Scope
+    # status.addresses as (type, value): None leaves the field alone (no published Service).
+    addresses: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
