@@ -96,6 +96,7 @@ def _list(client: Any) -> Inputs:
     custom = kubernetes.client.CustomObjectsApi(client)
     core = kubernetes.client.CoreV1Api(client)
     discovery = kubernetes.client.DiscoveryV1Api(client)
+    networking = kubernetes.client.NetworkingV1Api(client)
     objects: list[Any] = []
     for kind, plural in (
         ("GatewayClass", "gatewayclasses"),
@@ -109,6 +110,8 @@ def _list(client: Any) -> Inputs:
         ("Service", core.list_service_for_all_namespaces().items),
         ("Namespace", core.list_namespace().items),
         ("EndpointSlice", discovery.list_endpoint_slice_for_all_namespaces().items),
+        ("Ingress", networking.list_ingress_for_all_namespaces().items),
+        ("IngressClass", networking.list_ingress_class().items),
     ):
         objects += [{**client.sanitize_for_serialization(i), "kind": kind} for i in items]
     return Inputs.from_objects(objects)
@@ -135,7 +138,7 @@ class _Cache:
 
 
 async def _publisher(
-    controller: Controller, client: Any
+    controller: Controller, client: Any, options: Options | None = None
 ) -> tuple[Publisher, StatusWriter, _Cache, asyncio.Task[None]]:
     async def leader() -> bool:
         return controller.leadership.is_leader
@@ -150,7 +153,7 @@ async def _publisher(
         registry=controller.registry,
         nodes=controller.nodes,
         leadership=controller.leadership,
-        options=Options(),
+        options=options or Options(),
         writer=writer,
     )
     return publisher, writer, cache, asyncio.create_task(writer.run())
@@ -264,3 +267,46 @@ async def test_a_standby_publishes_but_writes_no_status(
         assert "status" not in route or not route["status"].get("parents")
     finally:
         task.cancel()
+
+
+def _publish_service(client: Any) -> None:
+    core: Any = kubernetes.client.CoreV1Api(client)
+    networking: Any = kubernetes.client.NetworkingV1Api(client)
+    core.create_namespace({"metadata": {"name": "coxswain-system"}})
+    service = core.create_namespaced_service(
+        "coxswain-system",
+        {"metadata": {"name": "coxswain-proxy"}, "spec": {"ports": [{"port": 80}]}},
+    )
+    service.status = {"loadBalancer": {"ingress": [{"ip": "203.0.113.10"}]}}
+    core.replace_namespaced_service_status("coxswain-proxy", "coxswain-system", service)
+    networking.create_ingress_class(
+        {"metadata": {"name": "coxswain"}, "spec": {"controller": Options().ingress_controller}}
+    )
+    networking.create_namespaced_ingress(
+        "shop",
+        {
+            "metadata": {"name": "site"},
+            "spec": {
+                "ingressClassName": "coxswain",
+                "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}},
+            },
+        },
+    )
+
+
+async def test_the_published_services_address_reaches_gateway_and_ingress_status(
+    controller: Controller, client: Any
+) -> None:
+    await asyncio.to_thread(_publish_service, client)
+    options = Options(published_service="coxswain-system/coxswain-proxy")
+    publisher, writer, _, task = await _publisher(controller, client, options)
+    try:
+        await publisher.rebuild()
+        await _settled(writer)
+        gateway = await asyncio.to_thread(_get, client, "gateways", "gw")
+        networking: Any = kubernetes.client.NetworkingV1Api(client)
+        ingress = await asyncio.to_thread(networking.read_namespaced_ingress, "site", "shop")
+    finally:
+        task.cancel()
+    assert gateway["status"]["addresses"] == [{"type": "IPAddress", "value": "203.0.113.10"}]
+    assert [i.ip for i in ingress.status.load_balancer.ingress] == ["203.0.113.10"]

@@ -104,6 +104,9 @@ def merge_status(
             merged["addresses"] = list(fragment["addresses"])
         else:
             merged.pop("addresses", None)
+    if "loadBalancer" in fragment:
+        # An Ingress's addresses: ours alone, replaced whole.
+        merged["loadBalancer"] = fragment["loadBalancer"]
     if "listeners" in fragment:
         merged["listeners"] = _listeners(current.get("listeners") or [], fragment["listeners"], now)
     if "parents" in fragment:

@@ -31,7 +31,14 @@ log = logging.getLogger(__name__)
 __all__ = ["StatusWriter", "WriteResult"]
 
 GROUP, VERSION = "gateway.networking.k8s.io", "v1"
-PLURALS = {"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute": "httproutes"}
+PLURALS = {
+    "GatewayClass": "gatewayclasses",
+    "Gateway": "gateways",
+    "HTTPRoute": "httproutes",
+    "Ingress": "ingresses",
+}
+# The API group of each kind written, when not the Gateway API's.
+GROUPS = {"Ingress": ("networking.k8s.io", "v1")}
 CONFLICT_RETRIES = 5
 
 WRITES = Counter(
@@ -167,20 +174,22 @@ class StatusWriter:
 
     def _get(self, ref: ObjectRef) -> dict[str, Any]:
         plural = PLURALS[ref.kind]
+        group, version = GROUPS.get(ref.kind, (GROUP, VERSION))
         obj: Any
         if ref.namespace:
             obj = self._api.get_namespaced_custom_object(
-                GROUP, VERSION, ref.namespace, plural, ref.name
+                group, version, ref.namespace, plural, ref.name
             )
         else:
-            obj = self._api.get_cluster_custom_object(GROUP, VERSION, plural, ref.name)
+            obj = self._api.get_cluster_custom_object(group, version, plural, ref.name)
         return dict(obj)
 
     def _replace(self, ref: ObjectRef, body: dict[str, Any]) -> None:
         plural = PLURALS[ref.kind]
+        group, version = GROUPS.get(ref.kind, (GROUP, VERSION))
         if ref.namespace:
             self._api.replace_namespaced_custom_object_status(
-                GROUP, VERSION, ref.namespace, plural, ref.name, body
+                group, version, ref.namespace, plural, ref.name, body
             )
         else:
-            self._api.replace_cluster_custom_object_status(GROUP, VERSION, plural, ref.name, body)
+            self._api.replace_cluster_custom_object_status(group, version, plural, ref.name, body)

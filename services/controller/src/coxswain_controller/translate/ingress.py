@@ -21,13 +21,14 @@ from coxswain_controller.translate.inputs import (
     Obj,
     Options,
     created,
+    generation,
     meta,
     name,
     namespace,
     spec,
     uid,
 )
-from coxswain_controller.translate.result import Event, ObjectRef
+from coxswain_controller.translate.result import Event, IngressVerdict, ObjectRef
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import (
     Match,
@@ -76,12 +77,33 @@ def _claimed(ingress: Obj, ours: set[str], default: str | None) -> bool:
     return default is not None and default in ours
 
 
-def ingresses(
-    inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
-) -> list[Event]:
+def claimed_ingresses(inputs: Inputs, options: Options) -> list[Obj]:
+    """The Ingresses of our classes, oldest first (the order conflicts are settled in)."""
     ours, default = _classes(inputs, options)
     claimed = [i for i in inputs.all("Ingress") if _claimed(i, ours, default)]
     claimed.sort(key=lambda i: (created(i), namespace(i), name(i)))
+    return claimed
+
+
+def ingress_verdicts(
+    inputs: Inputs, options: Options, addresses: tuple[tuple[str, str], ...] | None
+) -> list[IngressVerdict]:
+    """Each claimed Ingress's status.loadBalancer, when a Service is published (None: no
+    Service is, and Ingress status is left alone)."""
+    if addresses is None:
+        return []
+    return [
+        IngressVerdict(
+            ObjectRef("Ingress", namespace(i), name(i)), generation(i), uid(i), addresses
+        )
+        for i in sorted(claimed_ingresses(inputs, options), key=lambda i: (namespace(i), name(i)))
+    ]
+
+
+def ingresses(
+    inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
+) -> list[Event]:
+    claimed = claimed_ingresses(inputs, options)
     events: list[Event] = []
     owners: dict[tuple[str, str, str], Obj] = {}
     for ingress in claimed:

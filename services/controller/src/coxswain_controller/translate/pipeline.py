@@ -32,13 +32,14 @@ from coxswain_controller.translate.httproutes import (
     http_routes,
     withdraw,
 )
-from coxswain_controller.translate.ingress import ingresses
+from coxswain_controller.translate.ingress import ingress_verdicts, ingresses
 from coxswain_controller.translate.inputs import Inputs, Obj, Options, equivalent, generation
 from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.ports import assign_bind_ports
 from coxswain_controller.translate.result import (
     ClassVerdict,
     Event,
+    IngressVerdict,
     TranslateResult,
     Verdict,
 )
@@ -82,6 +83,7 @@ class Pass:
         self._routes = routes
         self._ingress_events = ingress_events
         self._addresses = addresses
+        self._ingress_verdicts: list[IngressVerdict] = []
         self._identities = {
             g.scope: Identity(g.namespace, f"{g.name}-{g.cls.name}")
             for g in gateways
@@ -105,9 +107,12 @@ class Pass:
         for gateway in gateways:
             _finalize_gateway(gateway, tables)
         addresses = published_addresses(inputs, options)
-        return cls(
+        built = cls(
             inputs, class_verdicts, gateways, resolver, tables, routes, ingress_events, addresses
         )
+        # Ingresses are not patched: any change to them runs every stage, so these hold.
+        built._ingress_verdicts = ingress_verdicts(inputs, options, addresses)
+        return built
 
     def patch(self, inputs: Inputs, memo: RouteMemo | None = None) -> None:
         """Move this pass to `inputs`, which differ from `self.inputs` only in the kinds of
@@ -155,6 +160,7 @@ class Pass:
             *self._class_verdicts,
             *(gateway_verdict(g, self._addresses) for g in self._gateways),
             *(c.verdict for c in self._routes.values()),
+            *self._ingress_verdicts,
         ]
         return TranslateResult(
             snapshots=self._tables.resources(self._resolver.endpoint_sets),

@@ -17,6 +17,7 @@ from coxswain_controller.translate.result import (
     ClassVerdict,
     Condition,
     GatewayVerdict,
+    IngressVerdict,
     TranslateResult,
     Verdict,
 )
@@ -35,6 +36,8 @@ def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
     """The status fields this controller owns for one object."""
     if isinstance(verdict, ClassVerdict):
         return {"conditions": _conditions(verdict.conditions, verdict.generation)}
+    if isinstance(verdict, IngressVerdict):
+        return {"loadBalancer": {"ingress": [_lb_entry(t, v) for t, v in verdict.addresses]}}
     if isinstance(verdict, GatewayVerdict):
         addresses = (
             {}
@@ -66,6 +69,10 @@ def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
             for p in verdict.parents
         ]
     }
+
+
+def _lb_entry(kind: str, value: str) -> dict[str, str]:
+    return {"ip": value} if kind == "IPAddress" else {"hostname": value}
 
 
 def _parent_ref(ref: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ __all__ = [
     "Condition",
     "Event",
     "GatewayVerdict",
+    "IngressVerdict",
     "ListenerVerdict",
     "ObjectRef",
     "ParentVerdict",
@@ -103,7 +104,17 @@ class RouteVerdict:
     parents: tuple[ParentVerdict, ...]
 
 
-Verdict = ClassVerdict | GatewayVerdict | RouteVerdict
+@dataclass(frozen=True, slots=True)
+class IngressVerdict:
+    """An Ingress's status.loadBalancer: where clients reach it (the published Service's)."""
+
+    ref: ObjectRef
+    generation: int
+    uid: str
+    addresses: tuple[tuple[str, str], ...]  # (type, value), as Gateway addresses
+
+
+Verdict = ClassVerdict | GatewayVerdict | RouteVerdict | IngressVerdict
 
 
 @dataclass(frozen=True, slots=True)
