@@ -1,0 +1,209 @@
+"""Hostile and broken HTTP/1.1 from clients: answered 4xx, never forwarded ambiguously, never fatal.
+
+Covers request-smuggling shapes (Content-Length with Transfer-Encoding, two differing lengths,
+an obfuscated or non-final chunked coding, bad chunk sizes, bare CR or LF line endings, a space
+before the colon), broken request lines and headers; each is refused with a 4xx and the
+connection closed, and the backend never receives a request from it. Then a generated fuzz:
+valid requests cut, spliced and corrupted at random; whatever the bytes, the proxy answers only
+well-formed responses, logs no internal error, and another client is served normally afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import httptools
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from coxswain_devkit.echo import EchoServer
+from coxswain_proxy.dataplane import testing as t
+
+GOOD = b"GET /ok HTTP/1.1\r\nHost: example.com\r\n\r\n"
+
+
+class _Counting(asyncio.Protocol):
+    """A backend that counts the requests it parses and answers each with 200."""
+
+    def __init__(self, seen: list[bytes]) -> None:
+        self.seen = seen
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.BaseTransport | None = None
+        self.url = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            # An Upgrade the proxy let through: this backend declines it with its 200.
+            self.on_message_complete()
+        except httptools.HttpParserError:
+            self.seen.append(b"<unparseable>")
+            assert self.transport is not None
+            self.transport.close()
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_message_complete(self) -> None:
+        self.seen.append(self.url)
+        self.url = b""
+        assert self.transport is not None
+        self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")  # type: ignore[attr-defined]
+
+
+@contextlib.asynccontextmanager
+async def counting_plane() -> AsyncIterator[tuple[int, list[bytes]]]:
+    seen: list[bytes] = []
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: _Counting(seen), "127.0.0.1", 0)
+    backend_port = server.sockets[0].getsockname()[1]
+    resources: list[t.Resource] = [
+        t.HTTP_LISTENER,
+        t.endpoints("echo", backend_port),
+        t.routes("example.com", t.rule("r", t.backend("echo"))),
+    ]
+    try:
+        async with t.running(resources) as plane:
+            yield t.actual(plane), seen
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+SMUGGLING = [
+    pytest.param(
+        b"POST /a HTTP/1.1\r\nHost: example.com\r\nContent-Length: 6\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: example.com\r\n\r\n",
+        id="content-length-and-chunked",
+    ),
+    pytest.param(
+        b"POST /a HTTP/1.1\r\nHost: example.com\r\nContent-Length: 4\r\nContent-Length: 40\r\n\r\n"
+        b"abcd",
+        id="two-different-lengths",
+    ),
+    pytest.param(
+        b"POST /a HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked, identity\r\n\r\n"
+        b"4\r\nabcd\r\n0\r\n\r\n",
+        id="chunked-not-final",
+    ),
+    pytest.param(
+        b"POST /a HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: xchunked\r\n\r\n"
+        b"4\r\nabcd\r\n0\r\n\r\n",
+        id="unknown-coding",
+    ),
+    pytest.param(
+        b"POST /a HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding : chunked\r\n\r\n"
+        b"4\r\nabcd\r\n0\r\n\r\n",
+        id="space-before-colon",
+    ),
+    pytest.param(
+        b"POST /a HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"zz\r\nabcd\r\n0\r\n\r\n",
+        id="bad-chunk-size",
+    ),
+    pytest.param(
+        b"POST /a HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"ffffffffffffffffff\r\nabcd\r\n",
+        id="chunk-size-overflow",
+    ),
+    pytest.param(
+        b"POST /a HTTP/1.1\r\nHost: example.com\r\nContent-Length: -1\r\n\r\n",
+        id="negative-length",
+    ),
+    pytest.param(
+        b"GET /a HTTP/1.1\nHost: example.com\rX-Smuggle: 1\r\n\r\n",
+        id="bare-cr",
+    ),
+    pytest.param(
+        b"GET /a HTTP/1.1\r\nHost: example.com\r\n folded: continuation\r\n\r\n",
+        id="obsolete-line-folding",
+    ),
+    pytest.param(b"GET /a HTTP/7.1\r\nHost: example.com\r\n\r\n", id="unknown-version"),
+    pytest.param(b"GET /a\x00b HTTP/1.1\r\nHost: example.com\r\n\r\n", id="nul-in-target"),
+    pytest.param(b"GET /a HTTP/1.1\r\nHost: example.com\r\nBad\x01Name: v\r\n\r\n", id="ctl-name"),
+    pytest.param(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40, id="tls-hello"),
+]
+
+
+@pytest.mark.parametrize("request_bytes", SMUGGLING)
+async def test_ambiguous_or_broken_framing_is_refused_and_never_forwarded(
+    request_bytes: bytes,
+) -> None:
+    async with counting_plane() as (port, seen), t.client(port) as c:
+        c.send(request_bytes)
+        answer = await c.closed()
+        assert answer.startswith(b"HTTP/1.1 4"), answer[:80]
+        assert answer.count(b"HTTP/1.1 ") == 1  # one refusal, nothing answered after it
+        assert seen == []
+        assert (await t.get(port, "/ok")).status == 200
+        assert seen == [b"/ok"]
+
+
+def _corrupt(base: bytes, cut: int, splice: bytes, flip: int) -> bytes:
+    data = bytearray(base[:cut] + splice + base[cut:])
+    if data:
+        data[flip % len(data)] ^= 0x20
+    return bytes(data)
+
+
+BASES = [
+    GOOD,
+    b"POST /p HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\r\nhello",
+    b"POST /p HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"5\r\nhello\r\n0\r\n\r\n",
+    b"GET /w HTTP/1.1\r\nHost: example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+    b"GET /a HTTP/1.0\r\n\r\n",
+]
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    # caplog is cleared at the start of each example, so sharing it across them is sound.
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    base=st.sampled_from(BASES),
+    cut=st.integers(0, 120),
+    splice=st.binary(max_size=12) | st.sampled_from([b"\r\n", b"\n", b"\r", b":", b" ", b"\x00"]),
+    flip=st.integers(0, 200),
+    repeat=st.integers(1, 3),
+)
+async def test_corrupted_requests_get_well_formed_answers_and_harm_no_one(
+    base: bytes, cut: int, splice: bytes, flip: int, repeat: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    garbage = _corrupt(base, cut, splice, flip) * repeat
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="coxswain_proxy"):
+        async with counting_plane() as (port, seen):
+            async with t.client(port) as c:
+                c.send(garbage)
+                with contextlib.suppress(TimeoutError, ConnectionError):
+                    answer = await c.closed(within=1.0)
+                    _assert_responses(answer)
+            forwarded = len(seen)
+            assert (await t.get(port, "/ok")).status == 200
+            assert len(seen) == forwarded + 1
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def _assert_responses(data: bytes) -> None:
+    """Every response in `data` parses, with a status a proxy may send."""
+    statuses: list[int] = []
+
+    class Collect:
+        def on_message_complete(self) -> None:
+            statuses.append(parser.get_status_code())
+
+    parser = httptools.HttpResponseParser(Collect())
+    with contextlib.suppress(httptools.HttpParserUpgrade):
+        parser.feed_data(data)
+    assert all(100 <= s < 600 for s in statuses)
