@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coxswain_devkit.echo import EchoServer
 from coxswain_proxy.dataplane import testing as t
 
 GOOD = b"GET /ok HTTP/1.1\r\nHost: example.com\r\n\r\n"
@@ -81,7 +80,8 @@ async def counting_plane() -> AsyncIterator[tuple[int, list[bytes]]]:
 SMUGGLING = [
     pytest.param(
         b"POST /a HTTP/1.1\r\nHost: example.com\r\nContent-Length: 6\r\n"
-        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: example.com\r\n\r\n",
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        b"GET /smuggled HTTP/1.1\r\nHost: example.com\r\n\r\n",
         id="content-length-and-chunked",
     ),
     pytest.param(
