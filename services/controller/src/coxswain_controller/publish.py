@@ -38,6 +38,10 @@ MAX_DELAY = 0.5
 
 TRANSLATIONS = Histogram("coxswain_controller_translate_seconds", "Time to translate the cache.")
 PUBLISHES = Counter("coxswain_controller_publishes_total", "Translation passes published.")
+FAILED_PASSES = Counter(
+    "coxswain_controller_translate_failures_total",
+    "Translation passes that failed (a bug); the last published snapshots kept serving.",
+)
 SEQ = Gauge("coxswain_controller_publish_seq", "The latest publish sequence number.")
 
 
@@ -97,8 +101,17 @@ class Publisher:
         loop = asyncio.get_running_loop()
         started = loop.time()
         patched_before = self._translator.patched
-        with TRANSLATIONS.time():
-            result = await asyncio.to_thread(translate_pass, self._translator, inputs)
+        try:
+            with TRANSLATIONS.time():
+                result = await asyncio.to_thread(translate_pass, self._translator, inputs)
+        except Exception:
+            # A bug, not bad input (objects that cannot be read are refused one by one inside
+            # translation): proxies keep the last published snapshots, the next change tries
+            # again from scratch, and the failure is loud.
+            FAILED_PASSES.inc()
+            log.exception("translation failed; the last published snapshots keep serving")
+            self._translator.reset()
+            return
         translated = loop.time()
         self._registry.set_gateway_identities(result.gateway_identities)
         before = self._registry.seq

@@ -310,3 +310,34 @@ async def test_the_published_services_address_reaches_gateway_and_ingress_status
         task.cancel()
     assert gateway["status"]["addresses"] == [{"type": "IPAddress", "value": "203.0.113.10"}]
     assert [i.ip for i in ingress.status.load_balancer.ingress] == ["203.0.113.10"]
+
+
+async def test_a_failed_pass_keeps_what_is_published_and_the_next_one_recovers(
+    controller: Controller, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coxswain_controller import publish
+
+    publisher, _, cache, task = await _publisher(controller, client)
+    try:
+        await publisher.rebuild()
+        seq = controller.registry.seq
+        assert publisher.result is not None
+        served = controller.registry.current(next(iter(publisher.result.snapshots)))
+
+        def broken(*_: Any) -> Any:
+            raise RuntimeError("a bug in translation")
+
+        real = publish.translate_pass
+        monkeypatch.setattr(publish, "translate_pass", broken)
+        await _edit_route(client, "missing")
+        await cache.relist()
+        await publisher.rebuild()  # logged and counted, not raised
+        assert controller.registry.seq == seq
+        assert publisher.result is not None
+        assert controller.registry.current(next(iter(publisher.result.snapshots))) is served
+
+        monkeypatch.setattr(publish, "translate_pass", real)
+        await publisher.rebuild()
+        assert controller.registry.seq == seq + 1  # the edit made while failing is published
+    finally:
+        task.cancel()

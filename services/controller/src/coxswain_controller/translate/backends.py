@@ -17,7 +17,9 @@ from typing import Any
 
 from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.grants import Grants
-from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
+from coxswain_controller.translate.guard import guarded
+from coxswain_controller.translate.inputs import Inputs, Obj, created, meta, name, namespace, spec
+from coxswain_controller.translate.result import Event
 from coxswain_routing import Backend, BackendProtocol, Endpoint, EndpointSet, UpstreamTLS
 
 __all__ = ["BackendResolver", "Resolved"]
@@ -42,16 +44,23 @@ class BackendResolver:
     def __init__(self, inputs: Inputs, grants: Grants) -> None:
         self._inputs = inputs
         self._grants = grants
-        self._slices = _slices_by_service(inputs)
+        # Warning Events for slices and policies that could not be read (guard.py).
+        self.malformed: list[Event] = []
+        self._slice_events: list[Event] = []
+        self._slices = _slices_by_service(inputs, self._slice_events)
         self._policies: dict[tuple[str, str], list[Obj]] = {}
         # Every endpoint set a resolved reference points at, by key, for the snapshots.
         self.endpoint_sets: dict[str, EndpointSet] = {}
-        for policy in inputs.all("BackendTLSPolicy"):
-            for target in spec(policy).get("targetRefs") or []:
-                if target.get("kind", "Service") == "Service" and not target.get("group"):
-                    self._policies.setdefault(
-                        (namespace(policy), target.get("name", "")), []
-                    ).append(policy)
+        policies = inputs.all("BackendTLSPolicy")
+        for policy, targets in guarded(
+            "BackendTLSPolicy", policies, lambda p: _policy_targets(inputs, p), self.malformed
+        ):
+            for target in targets:
+                self._policies.setdefault((namespace(policy), target), []).append(policy)
+
+    @property
+    def events(self) -> list[Event]:
+        return self.malformed + self._slice_events
 
     def resolve(
         self,
@@ -94,7 +103,8 @@ class BackendResolver:
         Resolution itself (which Service, which port, grants, TLS) never reads a slice, so
         nothing else of a pass depends on them: this is the whole effect of endpoint churn.
         """
-        before, after = self._slices, _slices_by_service(inputs)
+        self._slice_events = []
+        before, after = self._slices, _slices_by_service(inputs, self._slice_events)
         self._inputs, self._slices = inputs, after
         touched = set()
         for key, held in list(self.endpoint_sets.items()):
@@ -252,11 +262,33 @@ def _protocol(port: Mapping[str, Any]) -> BackendProtocol:
     return _PROTOCOLS.get(str(port.get("appProtocol") or ""), BackendProtocol.HTTP1)
 
 
-def _slices_by_service(inputs: Inputs) -> dict[tuple[str, str], list[Obj]]:
+def _policy_targets(inputs: Inputs, policy: Obj) -> list[str]:
+    """The Services a BackendTLSPolicy targets, by name, after reading the whole policy, so
+    that a malformed one is caught here rather than in the middle of a route's resolution."""
+    _policy_tls(inputs, policy)
+    return [
+        str(t.get("name", ""))
+        for t in spec(policy).get("targetRefs") or []
+        if t.get("kind", "Service") == "Service" and not t.get("group")
+    ]
+
+
+def _slice_service(slice_: Obj) -> str:
+    """The Service a slice belongs to ("" for none), after reading every field resolution will
+    read, so that a malformed slice costs only itself."""
+    labels = meta(slice_).get("labels") or {}
+    for port in slice_.get("ports") or []:
+        _slice_port(slice_, port.get("name") or "")
+    for endpoint in slice_.get("endpoints") or []:
+        _endpoints(endpoint, 0)
+    return str(labels.get(SERVICE_NAME_LABEL) or "")
+
+
+def _slices_by_service(inputs: Inputs, malformed: list[Event]) -> dict[tuple[str, str], list[Obj]]:
     found: dict[tuple[str, str], list[Obj]] = {}
-    for slice_ in inputs.all("EndpointSlice"):
-        labels = (slice_.get("metadata") or {}).get("labels") or {}
-        service = labels.get(SERVICE_NAME_LABEL)
+    for slice_, service in guarded(
+        "EndpointSlice", inputs.all("EndpointSlice"), _slice_service, malformed
+    ):
         if service:
             found.setdefault((namespace(slice_), service), []).append(slice_)
     return found

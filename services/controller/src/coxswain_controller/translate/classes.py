@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_controller.translate.guard import guarded, malformed_event
 from coxswain_controller.translate.inputs import Inputs, Options, generation, name, spec, uid
 from coxswain_controller.translate.result import ClassVerdict, Condition, Event, ObjectRef
 
@@ -45,14 +46,23 @@ def is_dedicated_ref(ref: Mapping[str, Any] | None) -> bool:
 
 
 def claimed_classes(
-    inputs: Inputs, options: Options
+    inputs: Inputs, options: Options, malformed: list[Event]
 ) -> tuple[dict[str, ClassState], list[ClassVerdict]]:
     states: dict[str, ClassState] = {}
     verdicts = []
-    for obj in inputs.all("GatewayClass"):
-        if spec(obj).get("controllerName") != options.gateway_controller:
+    ours = guarded(
+        "GatewayClass",
+        inputs.all("GatewayClass"),
+        lambda c: spec(c).get("controllerName") == options.gateway_controller,
+        malformed,
+    )
+    for obj, claimed in ours:
+        if not claimed:
             continue
         ref = spec(obj).get("parametersRef")
+        if ref is not None and not isinstance(ref, Mapping):
+            malformed.append(malformed_event("GatewayClass", obj, TypeError("parametersRef")))
+            continue
         if ref and not is_dedicated_ref(ref):
             message = (
                 f"parametersRef {ref.get('group', '')}/{ref.get('kind', '')} {ref.get('name', '')} "

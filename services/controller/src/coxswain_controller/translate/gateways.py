@@ -22,9 +22,10 @@ from coxswain_controller.translate.certificates import Certificate, load_tls_sec
 from coxswain_controller.translate.classes import ClassState, is_dedicated_ref
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.grants import Grants
+from coxswain_controller.translate.guard import guarded
 from coxswain_controller.translate.hostnames import overlap
 from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
-from coxswain_controller.translate.result import Condition
+from coxswain_controller.translate.result import Condition, Event
 from coxswain_routing import ListenerProtocol, TlsMode
 
 __all__ = ["GatewayState", "ListenerState", "gateway_states"]
@@ -87,12 +88,30 @@ class GatewayState:
 
 
 def gateway_states(
-    inputs: Inputs, classes: Mapping[str, ClassState], grants: Grants
+    inputs: Inputs, classes: Mapping[str, ClassState], grants: Grants, malformed: list[Event]
 ) -> list[GatewayState]:
-    """Every claimed Gateway, oldest first, with its listeners validated."""
-    claimed = [g for g in inputs.all("Gateway") if spec(g).get("gatewayClassName") in classes]
+    """Every claimed Gateway, oldest first, with its listeners validated; one that cannot be
+    read is left out with a Warning Event (guard.py)."""
+    claimed = [
+        g
+        for g, class_name in guarded(
+            "Gateway",
+            inputs.all("Gateway"),
+            lambda g: str(spec(g).get("gatewayClassName")),
+            malformed,
+        )
+        if class_name in classes
+    ]
     claimed.sort(key=lambda g: (created(g), namespace(g), name(g)))
-    return [_gateway(inputs, g, classes[spec(g)["gatewayClassName"]], grants) for g in claimed]
+    return [
+        state
+        for _, state in guarded(
+            "Gateway",
+            claimed,
+            lambda g: _gateway(inputs, g, classes[str(spec(g)["gatewayClassName"])], grants),
+            malformed,
+        )
+    ]
 
 
 def _gateway(inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants) -> GatewayState:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coxswain_controller.translate.inputs import Inputs, namespace, spec
+from coxswain_controller.translate.guard import guarded
+from coxswain_controller.translate.inputs import Inputs, Obj, namespace, spec
+from coxswain_controller.translate.result import Event
 
 __all__ = ["Grants"]
 
@@ -17,8 +19,11 @@ __all__ = ["Grants"]
 class Grants:
     def __init__(self, inputs: Inputs) -> None:
         self._by_namespace: dict[str, list[Mapping[str, Any]]] = {}
-        for grant in inputs.all("ReferenceGrant"):
-            self._by_namespace.setdefault(namespace(grant), []).append(spec(grant))
+        self.malformed: list[Event] = []  # grants that could not be read grant nothing
+        for grant, read in guarded(
+            "ReferenceGrant", inputs.all("ReferenceGrant"), _read, self.malformed
+        ):
+            self._by_namespace.setdefault(namespace(grant), []).append(read)
 
     def permits(
         self,
@@ -47,3 +52,17 @@ class Grants:
             ):
                 return True
         return False
+
+
+def _read(grant: Obj) -> Mapping[str, Any]:
+    """The grant's from and to entries, each read through, so `permits` never meets a bad one."""
+    body = spec(grant)
+    froms = [
+        {"group": f.get("group") or "", "kind": f.get("kind"), "namespace": f.get("namespace")}
+        for f in body.get("from") or []
+    ]
+    tos = [
+        {"group": t.get("group") or "", "kind": t.get("kind"), "name": t.get("name")}
+        for t in body.get("to") or []
+    ]
+    return {"from": froms, "to": tos}

@@ -17,6 +17,7 @@ from coxswain_controller.translate.attach import ParentOutcome, attach
 from coxswain_controller.translate.backends import BackendResolver
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways import GatewayState, ListenerState
+from coxswain_controller.translate.guard import MALFORMED, malformed_event
 from coxswain_controller.translate.inputs import Inputs, Obj, generation, name, namespace, uid
 from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.result import (
@@ -39,7 +40,7 @@ class RouteContribution:
     """All one HTTPRoute adds to a pass, kept so that a later pass can withdraw it exactly."""
 
     route: Obj  # the object translated: identity tells whether it changed since
-    verdict: RouteVerdict
+    verdict: RouteVerdict | None  # None: the route could not be read (see its Event)
     events: tuple[Event, ...]
     placements: tuple[Placement, ...]
     listeners: tuple[ListenerState, ...]  # each listener the route counts as attached once
@@ -70,7 +71,22 @@ def http_route(
     memo: RouteMemo | None = None,
 ) -> RouteContribution | None:
     """Translate one route into `tables`; None when it names no Gateway of ours (not ours to
-    translate or status)."""
+    translate or status). A route that cannot be read adds nothing and gets a Warning Event."""
+    try:
+        return _http_route(route, inputs, gateways, resolver, tables, memo)
+    except MALFORMED as exc:
+        # Everything that reads the route runs before `_serve` touches the tables.
+        return RouteContribution(route, None, (malformed_event(KIND, route, exc),), (), ())
+
+
+def _http_route(
+    route: Obj,
+    inputs: Inputs,
+    gateways: Mapping[tuple[str, str], GatewayState],
+    resolver: BackendResolver,
+    tables: ScopeTables,
+    memo: RouteMemo | None,
+) -> RouteContribution | None:
     outcomes = attach(route, KIND, gateways, inputs)
     if not outcomes:
         return None
@@ -78,19 +94,15 @@ def http_route(
         compiled = compile_rules(route, KIND, resolver)
     else:
         compiled = memo.compile(route, KIND, resolver, inputs)
+    ref = ObjectRef(KIND, namespace(route), name(route))
+    parents = tuple(ParentVerdict(o.parent_ref, _conditions(o, compiled)) for o in outcomes)
+    verdict = RouteVerdict(ref, generation(route), uid(route), parents)
+    events = tuple(_events(route, ref, compiled))
     placements: list[Placement] = []
     listeners: list[ListenerState] = []
     if not compiled.refused:
         _serve(outcomes, compiled, tables, placements, listeners)
-    ref = ObjectRef(KIND, namespace(route), name(route))
-    parents = tuple(ParentVerdict(o.parent_ref, _conditions(o, compiled)) for o in outcomes)
-    return RouteContribution(
-        route,
-        RouteVerdict(ref, generation(route), uid(route), parents),
-        tuple(_events(route, ref, compiled)),
-        tuple(placements),
-        tuple(listeners),
-    )
+    return RouteContribution(route, verdict, events, tuple(placements), tuple(listeners))
 
 
 def withdraw(contribution: RouteContribution, tables: ScopeTables) -> None:

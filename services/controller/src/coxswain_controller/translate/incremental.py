@@ -39,6 +39,11 @@ class Translator:
         self._last = Pass.build(inputs, self._options, self._memo)
         return self._last.result()
 
+    def reset(self) -> None:
+        """Forget the kept pass (after a pass failed half way): the next one starts afresh."""
+        self._last = None
+        self._memo = RouteMemo()
+
     def _patchable(self, before: Inputs, after: Inputs) -> bool:
         # The published Service's status is the one status translation reads (its addresses).
         if _published_changed(self._options, before, after):

@@ -16,6 +16,7 @@ from typing import Any
 from coxswain_controller.discovery.scopes import SHARED_POOL
 from coxswain_controller.translate.backends import BackendResolver
 from coxswain_controller.translate.certificates import load_tls_secret
+from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_event
 from coxswain_controller.translate.inputs import (
     Inputs,
     Obj,
@@ -54,17 +55,18 @@ _PATH_TYPES = {
 
 
 def _classes(inputs: Inputs, options: Options) -> tuple[set[str], str | None]:
-    ours = {
-        name(c)
-        for c in inputs.all("IngressClass")
-        if spec(c).get("controller") == options.ingress_controller
-    }
-    defaults = [
-        name(c)
-        for c in inputs.all("IngressClass")
-        if (meta(c).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
-    ]
+    read = guarded("IngressClass", inputs.all("IngressClass"), _class_facts, [])
+    ours = {name(c) for c, (controller, _) in read if controller == options.ingress_controller}
+    defaults = [name(c) for c, (_, default) in read if default]
     return ours, defaults[0] if len(defaults) == 1 else None
+
+
+def _class_facts(ingress_class: Obj) -> tuple[object, bool]:
+    """(spec.controller, marked default): an IngressClass that cannot be read claims nothing."""
+    annotations = meta(ingress_class).get("annotations") or {}
+    return spec(ingress_class).get("controller"), annotations.get(
+        DEFAULT_CLASS_ANNOTATION
+    ) == "true"
 
 
 def _claimed(ingress: Obj, ours: set[str], default: str | None) -> bool:
@@ -77,10 +79,15 @@ def _claimed(ingress: Obj, ours: set[str], default: str | None) -> bool:
     return default is not None and default in ours
 
 
-def claimed_ingresses(inputs: Inputs, options: Options) -> list[Obj]:
+def claimed_ingresses(
+    inputs: Inputs, options: Options, malformed: list[Event] | None = None
+) -> list[Obj]:
     """The Ingresses of our classes, oldest first (the order conflicts are settled in)."""
     ours, default = _classes(inputs, options)
-    claimed = [i for i in inputs.all("Ingress") if _claimed(i, ours, default)]
+    read = guarded(
+        "Ingress", inputs.all("Ingress"), lambda i: _claimed(i, ours, default), malformed or []
+    )
+    claimed = [i for i, ours_ in read if ours_]
     claimed.sort(key=lambda i: (created(i), namespace(i), name(i)))
     return claimed
 
@@ -103,10 +110,17 @@ def ingress_verdicts(
 def ingresses(
     inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
 ) -> list[Event]:
-    claimed = claimed_ingresses(inputs, options)
     events: list[Event] = []
+    claimed = claimed_ingresses(inputs, options, events)
     owners: dict[tuple[str, str, str], Obj] = {}
     for ingress in claimed:
+        try:
+            # A dry run into throwaway tables reads everything the real one will, so a
+            # malformed Ingress is caught before it has added half its rules.
+            _ingress(ingress, options, resolver, ScopeTables(), dict(owners), inputs)
+        except MALFORMED as exc:
+            events.append(malformed_event("Ingress", ingress, exc))
+            continue
         events += _ingress(ingress, options, resolver, tables, owners, inputs)
     return events
 

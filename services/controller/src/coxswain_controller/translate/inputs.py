@@ -100,8 +100,9 @@ class Inputs:
 
 
 def meta(obj: Obj) -> Mapping[str, Any]:
-    metadata: Mapping[str, Any] = obj.get("metadata") or {}
-    return metadata
+    metadata = obj.get("metadata")
+    # Names and identities are read everywhere, reports about malformed objects included.
+    return metadata if isinstance(metadata, Mapping) else {}
 
 
 def name(obj: Obj) -> str:
@@ -113,7 +114,8 @@ def namespace(obj: Obj) -> str:
 
 
 def generation(obj: Obj) -> int:
-    return int(meta(obj).get("generation", 0) or 0)
+    value = meta(obj).get("generation", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def uid(obj: Obj) -> str:
@@ -125,7 +127,10 @@ def created(obj: Obj) -> int:
     stamp = meta(obj).get("creationTimestamp")
     if not stamp:
         return 0
-    parsed = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    try:
+        parsed = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return 0  # the API server always sets a valid one; a hand-made object is the oldest
     return int(parsed.timestamp())
 
 

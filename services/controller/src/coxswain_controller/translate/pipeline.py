@@ -93,8 +93,9 @@ class Pass:
     @classmethod
     def build(cls, inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pass:
         grants = Grants(inputs)
-        classes, class_verdicts = claimed_classes(inputs, options)
-        gateways = gateway_states(inputs, classes, grants)
+        malformed: list[Event] = list(grants.malformed)
+        classes, class_verdicts = claimed_classes(inputs, options, malformed)
+        gateways = gateway_states(inputs, classes, grants, malformed)
         assign_bind_ports(gateways, options)
         resolver = BackendResolver(inputs, grants)
         tables = ScopeTables()
@@ -103,7 +104,7 @@ class Pass:
         routes = http_routes(inputs, by_key, resolver, tables, memo)
         if memo is not None:
             memo.keep_only((HTTP_ROUTE, ns, n) for ns, n in inputs.table(HTTP_ROUTE))
-        ingress_events = ingresses(inputs, options, resolver, tables)
+        ingress_events = ingresses(inputs, options, resolver, tables) + malformed
         for gateway in gateways:
             _finalize_gateway(gateway, tables)
         addresses = published_addresses(inputs, options)
@@ -155,11 +156,12 @@ class Pass:
             *(e for g in self._gateways for e in gateway_events(g)),
             *route_events,
             *self._ingress_events,
+            *self._resolver.events,  # slices and policies it could not read
         ]
         verdicts: list[Verdict] = [
             *self._class_verdicts,
             *(gateway_verdict(g, self._addresses) for g in self._gateways),
-            *(c.verdict for c in self._routes.values()),
+            *(c.verdict for c in self._routes.values() if c.verdict is not None),
             *self._ingress_verdicts,
         ]
         return TranslateResult(
