@@ -434,7 +434,17 @@ def test_ingress_only_mode_when_the_gateway_api_is_absent(cluster: Cluster) -> N
 
 @pytest.mark.stack(ns="e2e-churn")
 def test_one_hundred_route_edits_under_continuous_traffic_fail_no_request(cluster: Cluster) -> None:
-    ns = "e2e-churn"
+    _churn(cluster, "e2e-churn")
+
+
+@pytest.mark.stack(ns="e2e-churn-workers", proxy_args=("--workers", "2"))
+def test_route_edits_under_traffic_fail_no_request_with_forked_workers(cluster: Cluster) -> None:
+    # The proxy's default is a worker per CPU: each edit reaches both workers as a delta, and
+    # the Ack (hence Programmed) waits for both.
+    _churn(cluster, "e2e-churn-workers")
+
+
+def _churn(cluster: Cluster, ns: str) -> None:
     port = cluster.serve_web(ns)
     with Traffic(port, "web.example", threads=2) as traffic:
         for edit in range(100):
