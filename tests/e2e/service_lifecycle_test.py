@@ -2,11 +2,14 @@
 
 Covers: `--version`, `/healthz` (200), `/readyz` (503 naming what is awaited, since nothing is
 configured yet), `/metrics` (process metrics and `coxswain_build_info`), exit status 0 on SIGTERM
-within 5 s. Leaves out each service's real work, which its own issues' tests cover.
+within 5 s; a proxy whose forked worker is killed stops with status 1 (to be restarted whole).
+Leaves out each service's real work, which its own issues' tests cover.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import urllib.error
@@ -93,3 +96,24 @@ def test_serve_answers_admin_endpoints_and_stops_on_sigterm(service: str) -> Non
 
         assert proc.stop(grace=5.0) == 0
     assert proc.wait_for_msg("stopped")["service"] == service
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def test_a_proxy_whose_worker_dies_stops_with_an_error_to_be_restarted() -> None:
+    args = [*SERVICES["proxy"][0], "--workers", "2", "--listen-address", "127.0.0.1"]
+    with ServiceProcess([sys.executable, str(_pex("proxy")), *args]) as proc:
+        proc.wait_for_msg("proxy started")
+        workers = _children(proc.pid)
+        assert len(workers) == 2, workers
+        os.kill(workers[0], signal.SIGKILL)
+        died = proc.wait_for_msg(
+            "a worker process ended; stopping so that the proxy is restarted whole"
+        )
+        assert died["exit_code"] == -signal.SIGKILL
+        assert proc.wait() == 1  # the live worker drained, then the failure in the exit status

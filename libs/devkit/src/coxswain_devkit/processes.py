@@ -118,6 +118,19 @@ class ServiceProcess:
             self._reader.join(grace)
         return proc.returncode
 
+    def wait(self, timeout: float = 30.0) -> int:
+        """The exit status of a process expected to end by itself, within `timeout`."""
+        proc = self._running()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise ProcessError(
+                f"{self.argv[0]} did not exit within {timeout}s\n{self.log_text()}"
+            ) from None
+        if self._reader is not None:
+            self._reader.join(timeout)
+        return proc.returncode
+
     def kill(self) -> int:
         """SIGKILL, as a crash would: nothing gets to clean up (failover tests)."""
         proc = self._running()

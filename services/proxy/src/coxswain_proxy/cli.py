@@ -12,6 +12,7 @@ import asyncio
 import logging
 import signal
 import socket
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -135,15 +136,27 @@ def _connection(readiness: admin.Readiness, connected: bool) -> None:
         readiness.warn("connection", DEGRADED)
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace) -> int:
+    """Run until SIGTERM (exit status 0) or a worker process dies (1)."""
     readiness = admin.Readiness()
     readiness.await_("snapshot", "no routing snapshot received from the controller yet")
     holder = RoutingHolder()
     holder.on_swap(lambda _: readiness.satisfy("snapshot"))
     runner = await admin.start(args.admin_address, args.admin_port, readiness)
     binder = ports.PortBinder()
+    stop = asyncio.Event()
+    failed: list[str] = []
+
+    def worker_died(name: str, code: int | None) -> None:
+        log.error(
+            "a worker process ended; stopping so that the proxy is restarted whole",
+            extra={"fields": {"worker": name, "exit_code": code}},
+        )
+        failed.append(name)
+        stop.set()
+
     # Workers are forked here, before the discovery client starts any gRPC threads.
-    plane = await wiring.start(args, holder, binder)
+    plane = await wiring.start(args, holder, binder, worker_died)
     discovery = None
     if args.discovery_endpoint:
         client = _client(args, holder, readiness, binder)
@@ -151,7 +164,6 @@ async def serve(args: argparse.Namespace) -> None:
     else:
         log.warning("no --discovery-endpoint: the proxy will receive no routing")
         readiness.warn("discovery", "no --discovery-endpoint configured")
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -164,6 +176,7 @@ async def serve(args: argparse.Namespace) -> None:
     await plane.close()
     await runner.cleanup()
     log.info("stopped")
+    return 1 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -171,4 +184,4 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     _check(parser, args)
     logs.configure("proxy", args.log_level)
-    uvloop.run(serve(args))
+    sys.exit(uvloop.run(serve(args)))

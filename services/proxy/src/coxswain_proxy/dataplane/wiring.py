@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prometheus_client import REGISTRY
@@ -91,7 +92,13 @@ def _protocol(bound: BoundPort) -> pb.ListenerProtocol:
     return pb.ListenerProtocol.HTTPS if bound.tls else pb.ListenerProtocol.HTTP
 
 
-async def start(args: argparse.Namespace, holder: RoutingHolder, binder: ports.PortBinder) -> Relay:
+async def start(
+    args: argparse.Namespace,
+    holder: RoutingHolder,
+    binder: ports.PortBinder,
+    worker_died: Callable[[str, int | None], None] = lambda *_: None,
+) -> Relay:
+    """`worker_died(name, exit code)`: a worker process ended unasked (see `Workers.watch`)."""
     options = Options(
         shared=bool(args.shared),
         address=args.listen_address,
@@ -103,6 +110,7 @@ async def start(args: argparse.Namespace, holder: RoutingHolder, binder: ports.P
     plane = workers = None
     if args.workers > 1:
         workers = await Workers(options).start(args.workers)
+        workers.watch(worker_died)
     else:
         plane = await Dataplane(options).start()
     relay = Relay(plane, workers, binder, args.grace_seconds, Stats())

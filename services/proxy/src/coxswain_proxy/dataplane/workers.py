@@ -29,6 +29,7 @@ import os
 import signal
 import socket
 import struct
+from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -102,6 +103,27 @@ class Workers:
         # What every worker holds: the resources of the last apply all of them swapped to.
         self._sent: dict[str, Resource] | None = None
         self._applying = asyncio.Lock()  # deltas are relative: one apply at a time
+        self._closing = False
+
+    def watch(self, died: Callable[[str, int | None], None]) -> None:
+        """Call `died(name, exit code)` if a worker ends before `close()` asks it to.
+
+        Why not fork a replacement: by then the parent runs gRPC threads, and forking a
+        threaded process can leave the child holding a lock no thread will release. The
+        caller stops the proxy instead (the live workers drain), and the orchestrator restarts
+        it whole: a crash is loud, and capacity never silently shrinks.
+        """
+        loop = asyncio.get_running_loop()
+        for worker in self.workers:
+            process = worker.process
+
+            def ended(process: BaseProcess = process) -> None:
+                loop.remove_reader(process.sentinel)
+                if not self._closing:
+                    process.join(0)
+                    died(process.name, process.exitcode)
+
+            loop.add_reader(process.sentinel, ended)
 
     async def start(self, count: int) -> Workers:
         context = multiprocessing.get_context("fork")
@@ -138,11 +160,14 @@ class Workers:
         return Stats.merged(answers)
 
     async def close(self, grace: float) -> None:
+        self._closing = True
         for worker in self.workers:
             with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
                 await worker.call(QUIT, json.dumps({"grace": grace}).encode())
             worker.writer.close()
         for worker in self.workers:
+            with contextlib.suppress(ValueError):  # its sentinel is closed once joined
+                asyncio.get_running_loop().remove_reader(worker.process.sentinel)
             await asyncio.to_thread(worker.process.join, grace + 5)
             if worker.process.is_alive():
                 worker.process.kill()

@@ -1,10 +1,14 @@
 """Two worker processes behind one port: a snapshot reaches both before `apply` returns, both
 serve, stats merge, and shutdown ends them; later snapshots reach them as deltas carrying only
-what changed, which each worker applies to what it holds. Leaves out load spreading (the
-kernel's business)."""
+what changed, which each worker applies to what it holds; a worker that dies unasked is
+reported (the proxy then stops to be restarted whole). Leaves out load spreading (the kernel's
+business)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import socket
 
 import pytest
@@ -87,3 +91,24 @@ async def test_deltas_reach_every_worker_before_apply_returns() -> None:
                     assert [await t.served_by(port, host) for _ in range(6)] == [pod] * 6
         finally:
             await workers.close(grace=1.0)
+
+
+async def test_a_worker_that_dies_unasked_is_reported_and_one_closed_is_not() -> None:
+    options = Options(shared=False, address="127.0.0.1", reuse_port=True)
+    workers = await Workers(options).start(2)
+    died: list[tuple[str, int | None]] = []
+    reported = asyncio.Event()
+
+    def report(name: str, code: int | None) -> None:
+        died.append((name, code))
+        reported.set()
+
+    try:
+        workers.watch(report)
+        victim = workers.workers[1].process
+        assert victim.pid is not None
+        os.kill(victim.pid, signal.SIGKILL)
+        await asyncio.wait_for(reported.wait(), 30)
+    finally:
+        await workers.close(grace=1.0)
+    assert died == [(victim.name, -signal.SIGKILL)]  # the other one's ordered exit is not news
