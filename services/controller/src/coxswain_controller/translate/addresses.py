@@ -13,7 +13,9 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from coxswain_controller.translate.inputs import Inputs, Options
+from coxswain_controller.translate.guard import MALFORMED, malformed_event
+from coxswain_controller.translate.inputs import Inputs, Obj, Options
+from coxswain_controller.translate.result import Event
 
 __all__ = ["Addresses", "published_addresses"]
 
@@ -21,13 +23,21 @@ __all__ = ["Addresses", "published_addresses"]
 Addresses = tuple[tuple[str, str], ...] | None
 
 
-def published_addresses(inputs: Inputs, options: Options) -> Addresses:
+def published_addresses(inputs: Inputs, options: Options, malformed: list[Event]) -> Addresses:
     key = options.published_key
     if key is None:
         return None
     service = inputs.get("Service", *key)
     if service is None:
         return ()
+    try:
+        return _addresses(service)
+    except MALFORMED as exc:
+        malformed.append(malformed_event("Service", service, exc))
+        return ()  # no address known: Gateways wait with AddressNotAssigned
+
+
+def _addresses(service: Obj) -> tuple[tuple[str, str], ...]:
     status: Mapping[str, Any] = service.get("status") or {}
     found: list[tuple[str, str]] = []
     for entry in (status.get("loadBalancer") or {}).get("ingress") or []:

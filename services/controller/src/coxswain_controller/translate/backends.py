@@ -11,13 +11,14 @@ terminating ones drain, and a named targetPort is resolved by the slice's own po
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.grants import Grants
-from coxswain_controller.translate.guard import guarded
+from coxswain_controller.translate.guard import MALFORMED, guarded
 from coxswain_controller.translate.inputs import Inputs, Obj, created, meta, name, namespace, spec
 from coxswain_controller.translate.result import Event
 from coxswain_routing import Backend, BackendProtocol, Endpoint, EndpointSet, UpstreamTLS
@@ -48,6 +49,7 @@ class BackendResolver:
         self.malformed: list[Event] = []
         self._slice_events: list[Event] = []
         self._slices = _slices_by_service(inputs, self._slice_events)
+        self._named: set[tuple[str, str]] | None = None  # while recording: Services looked up
         self._policies: dict[tuple[str, str], list[Obj]] = {}
         # Every endpoint set a resolved reference points at, by key, for the snapshots.
         self.endpoint_sets: dict[str, EndpointSet] = {}
@@ -73,6 +75,8 @@ class BackendResolver:
         weight = int(ref.get("weight", 1))
         service_ns = ref.get("namespace") or route_namespace
         service_name = str(ref.get("name", ""))
+        if self._named is not None:
+            self._named.add((str(service_ns), service_name))
         failed = self._check_ref(ref, route_kind, route_namespace, service_ns, service_name)
         if failed is not None:
             return _unresolved(weight, failed, filters)
@@ -119,8 +123,43 @@ class BackendResolver:
             touched.add(key)
         return touched
 
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[set[tuple[str, str]]]:
+        """Collect the (namespace, name) of every Service looked up inside the block."""
+        outer, self._named = self._named, set()
+        named = self._named
+        try:
+            yield named
+        finally:
+            if outer is not None:
+                outer.update(named)
+            self._named = outer
+
+    def refresh_services(self, inputs: Inputs, changed: set[tuple[str, str]]) -> set[str]:
+        """Move to `inputs`, whose Services differ in `changed`; recompute (or drop) the
+        endpoint sets of those Services and return their keys. The routes naming them are
+        translated again by the caller, which re-resolves their references."""
+        self._inputs = inputs
+        touched = set()
+        for key, held in list(self.endpoint_sets.items()):
+            if (held.namespace, held.service) not in changed:
+                continue
+            touched.add(key)
+            service = inputs.get("Service", held.namespace, held.service)
+            try:
+                port = _service_port(service, held.port) if service is not None else None
+            except MALFORMED:
+                port = None  # the routes naming it are refused when translated again
+            if port is None:
+                del self.endpoint_sets[key]
+            else:
+                self.endpoint_sets[key] = self._endpoint_set(held.namespace, held.service, port)
+        return touched
+
     def port_number(self, ns: str, service: str, port_name: str) -> int | None:
         """The number of a Service port named `port_name` (Ingress backends may name ports)."""
+        if self._named is not None:
+            self._named.add((ns, service))
         obj = self._inputs.get("Service", ns, service)
         for port in spec(obj or {}).get("ports") or []:
             if port.get("name") == port_name:
@@ -280,7 +319,7 @@ def _slice_service(slice_: Obj) -> str:
     for port in slice_.get("ports") or []:
         _slice_port(slice_, port.get("name") or "")
     for endpoint in slice_.get("endpoints") or []:
-        _endpoints(endpoint, 0)
+        set(_endpoints(endpoint, 0))  # endpoint sets are built from sets: each must hash
     return str(labels.get(SERVICE_NAME_LABEL) or "")
 
 

@@ -44,6 +44,7 @@ class RouteContribution:
     events: tuple[Event, ...]
     placements: tuple[Placement, ...]
     listeners: tuple[ListenerState, ...]  # each listener the route counts as attached once
+    services: frozenset[tuple[str, str]] = frozenset()  # the Services its references name
 
 
 def http_routes(
@@ -102,7 +103,9 @@ def _http_route(
     listeners: list[ListenerState] = []
     if not compiled.refused:
         _serve(outcomes, compiled, tables, placements, listeners)
-    return RouteContribution(route, verdict, events, tuple(placements), tuple(listeners))
+    return RouteContribution(
+        route, verdict, events, tuple(placements), tuple(listeners), compiled.services
+    )
 
 
 def withdraw(contribution: RouteContribution, tables: ScopeTables) -> None:

@@ -3,8 +3,8 @@
 Where it sits: the publisher owns one `Translator` and calls `translate(inputs)` for every
 debounced change. The watch cache never mutates an object and swaps a kind's whole table when
 any object of that kind changes, so comparing tables by identity tells exactly which kinds
-changed since the last pass. When only HTTPRoutes or EndpointSlices did — route edits and
-endpoint churn, the everyday changes — the last `Pass` is patched (`Pass.patch`); any other
+changed since the last pass. When only HTTPRoutes, EndpointSlices or Services did — route edits
+and endpoint churn, the everyday changes — the last `Pass` is patched (`Pass.patch`); any other
 change runs every stage again, still reusing compiled routes through the `RouteMemo`. Either
 way the result equals what the pure `translate()` returns for the same inputs (incremental_test
 checks it).
@@ -32,8 +32,12 @@ class Translator:
 
     def translate(self, inputs: Inputs) -> TranslateResult:
         last = self._last
-        if last is not None and self._patchable(last.inputs, inputs):
-            last.patch(inputs, self._memo)
+        # `patch` may decline (nothing done): then every stage runs again.
+        if (
+            last is not None
+            and self._patchable(last.inputs, inputs)
+            and last.patch(inputs, self._memo)
+        ):
             self.patched += 1
             return last.result()
         self._last = Pass.build(inputs, self._options, self._memo)

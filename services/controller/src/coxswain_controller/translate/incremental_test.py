@@ -81,11 +81,11 @@ def test_a_change_to_another_kind_translates_afresh_then_patching_resumes() -> N
     tables = _tables(TESTDATA / "backend-references")
     translator = Translator(Options())
     _step(translator, tables)
-    services = dict(tables["Service"])
-    services.pop(next(iter(services)))
-    tables = {**tables, "Service": services}
+    grants = {**tables.get("ReferenceGrant", {})}
+    grants.pop(next(iter(grants)), None)
+    tables = {**tables, "ReferenceGrant": grants}
     _step(translator, tables)
-    assert translator.patched == 0  # the Service table changed: every stage ran again
+    assert translator.patched == 0  # the grants changed: every stage ran again
     routes = dict(tables["HTTPRoute"])
     key = next(iter(routes))
     routes[key] = _edited(routes[key])
@@ -94,6 +94,22 @@ def test_a_change_to_another_kind_translates_afresh_then_patching_resumes() -> N
     slices = {k: v for k, v in tables["EndpointSlice"].items() if k[1] != "web-1"}
     _step(translator, {**_with_routes(tables, routes), "EndpointSlice": slices})
     assert translator.patched == 2  # endpoint churn patches too
+    services = dict(tables["Service"])
+    services.pop(next(iter(services)))
+    _step(
+        translator, {**_with_routes(tables, routes), "EndpointSlice": slices, "Service": services}
+    )
+    assert translator.patched == 3  # and so does a Service no Ingress names
+
+
+def test_a_service_an_ingress_names_translates_afresh() -> None:
+    tables = _tables(TESTDATA / "ingress-paths-tls-and-default-backend")
+    translator = Translator(Options())
+    _step(translator, tables)
+    services = dict(tables["Service"])
+    services.pop(next(iter(services)))
+    _step(translator, {**tables, "Service": services})
+    assert translator.patched == 0
 
 
 # A generated cluster: two Gateways with listeners of differing hostnames and namespace policies,
@@ -131,14 +147,18 @@ def _world() -> Tables:
     tables["EndpointSlice"] = {}
     for ns in NAMESPACES:
         for svc in BACKENDS[:2]:
-            tables["Service"][(ns, svc)] = {
-                "kind": "Service",
-                "metadata": {"name": svc, "namespace": ns},
-                "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
-            }
+            tables["Service"][(ns, svc)] = _service(ns, svc, 80)
             tables["EndpointSlice"][(ns, f"{svc}-1")] = _slice(ns, svc, 1, 0)
     tables["HTTPRoute"] = {}
     return tables
+
+
+def _service(ns: str, svc: str, port: int) -> dict[str, Any]:
+    return {
+        "kind": "Service",
+        "metadata": {"name": svc, "namespace": ns},
+        "spec": {"ports": [{"name": "http", "port": port, "targetPort": 8080}]},
+    }
 
 
 def _slice(ns: str, svc: str, count: int, serial: int) -> dict[str, Any]:
@@ -173,6 +193,7 @@ route_specs = st.fixed_dictionaries(
         "hostnames": st.lists(st.sampled_from(HOSTS), max_size=2, unique=True),
         "path": st.sampled_from(("/", "/a", "/a/b")),
         "backend": st.sampled_from(BACKENDS),
+        "backend_ns": st.sampled_from((None, *NAMESPACES)),
         "created": st.integers(0, 3),
     }
 )
@@ -197,7 +218,10 @@ def _route(spec: dict[str, Any], generation: int) -> dict[str, Any]:
             "rules": [
                 {
                     "matches": [{"path": {"type": "PathPrefix", "value": spec["path"]}}],
-                    "backendRefs": [{"name": spec["backend"], "port": 80}],
+                    "backendRefs": [
+                        {"name": spec["backend"], "port": 80}
+                        | ({"namespace": spec["backend_ns"]} if spec["backend_ns"] else {})
+                    ],
                 }
             ],
         },
@@ -208,7 +232,15 @@ steps = st.lists(
     st.one_of(
         st.tuples(st.just("put"), route_specs),
         st.tuples(st.just("delete"), route_specs),
-        st.tuples(st.just("services"), st.sampled_from(NAMESPACES)),
+        st.tuples(
+            st.just("services"),
+            st.tuples(
+                st.sampled_from(NAMESPACES),
+                st.sampled_from(BACKENDS),
+                st.sampled_from(("drop", 80, 81)),
+            ),
+        ),
+        st.tuples(st.just("grants"), st.sampled_from(NAMESPACES)),
         st.tuples(
             st.just("slices"),
             st.tuples(st.sampled_from(NAMESPACES), st.sampled_from(BACKENDS), st.integers(0, 3)),
@@ -227,9 +259,29 @@ def test_random_edit_sequences_patch_to_fresh_results(sequence: list[tuple[str, 
     _step(translator, tables)
     for generation, (action, arg) in enumerate(sequence, start=2):
         if action == "services":
-            # Another kind changed: drop one namespace's "api" Service (a full pass).
-            services = {k: v for k, v in tables["Service"].items() if k != (arg, "api")}
+            # A Service removed, or (re)created with port 80 or 81: the routes naming it follow.
+            ns, svc, port = arg
+            services = {k: v for k, v in tables["Service"].items() if k != (ns, svc)}
+            if port != "drop":
+                services[(ns, svc)] = _service(ns, svc, port)
             tables = {**tables, "Service": services}
+        elif action == "grants":
+            # Another kind changed: a ReferenceGrant letting the other namespace in (a full pass).
+            other = NAMESPACES[1 - NAMESPACES.index(arg)]
+            grants = dict(tables.get("ReferenceGrant", {}))
+            if (arg, "let-in") in grants:
+                del grants[(arg, "let-in")]
+            else:
+                grants[(arg, "let-in")] = {
+                    "kind": "ReferenceGrant",
+                    "metadata": {"name": "let-in", "namespace": arg},
+                    "spec": {
+                        "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute",
+                                  "namespace": other}],
+                        "to": [{"group": "", "kind": "Service"}],
+                    },
+                }  # fmt: skip
+            tables = {**tables, "ReferenceGrant": grants}
         elif action == "slices":
             # Endpoint churn: a Service's slice gains, loses or replaces its endpoints.
             ns, svc, count = arg

@@ -152,10 +152,19 @@ def equivalent(a: Obj, b: Obj) -> bool:
             continue
         other = b[field]
         if field == "metadata" and isinstance(value, Mapping) and isinstance(other, Mapping):
-            if {k: v for k, v in value.items() if k not in _UNREAD_METADATA} != {
-                k: v for k, v in other.items() if k not in _UNREAD_METADATA
-            }:
-                return False
-        elif value != other:
+            value = {k: v for k, v in value.items() if k not in _UNREAD_METADATA}
+            other = {k: v for k, v in other.items() if k not in _UNREAD_METADATA}
+        if not _identical_json(value, other):
             return False
     return True
+
+
+def _identical_json(a: Any, b: Any) -> bool:
+    """JSON equality that tells `true` from `1` and `1.0` from `1`, as translation does."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Mapping):
+        return a.keys() == b.keys() and all(_identical_json(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_identical_json(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)

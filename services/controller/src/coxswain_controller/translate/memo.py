@@ -24,7 +24,6 @@ __all__ = ["RouteMemo", "RESOLVED_AGAINST"]
 
 # The kinds a route's compiled rules depend on besides the route itself.
 RESOLVED_AGAINST = (
-    "Service",
     "EndpointSlice",
     "ReferenceGrant",
     "BackendTLSPolicy",
@@ -37,6 +36,9 @@ RESOLVED_AGAINST = (
 class _Entry:
     route: Obj  # held, so its identity cannot be reused by another object
     tables: tuple[Mapping[Any, Any], ...]  # the tables it was resolved against, held likewise
+    # The Services its references named, as they were (None: absent): a change to any other
+    # Service leaves the entry good.
+    services: tuple[tuple[tuple[str, str], Obj | None], ...]
     compiled: RouteRules
     endpoint_sets: Mapping[str, EndpointSet]
 
@@ -52,7 +54,12 @@ class RouteMemo:
         key = (kind, namespace(route), name(route))
         tables = tuple(inputs.table(k) for k in RESOLVED_AGAINST)
         entry = self._entries.get(key)
-        if entry is not None and entry.route is route and _same(entry.tables, tables):
+        if (
+            entry is not None
+            and entry.route is route
+            and _same(entry.tables, tables)
+            and all(inputs.get("Service", *named) is held for named, held in entry.services)
+        ):
             self.hits += 1
             resolver.endpoint_sets.update(entry.endpoint_sets)
             return entry.compiled
@@ -62,7 +69,8 @@ class RouteMemo:
             for k in _endpoint_keys(compiled.rules)
             if k in resolver.endpoint_sets
         }
-        self._entries[key] = _Entry(route, tables, compiled, sets)
+        services = tuple((named, inputs.get("Service", *named)) for named in compiled.services)
+        self._entries[key] = _Entry(route, tables, services, compiled, sets)
         return compiled
 
     def __len__(self) -> int:

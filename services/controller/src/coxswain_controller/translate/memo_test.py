@@ -1,7 +1,7 @@
 """Translation with a memo is translation without one, only faster.
 
 Covers every golden case translated fresh, then twice through one memo (the second pass served
-from it), and an edit: one route replaced, or the Service table replaced, recompiles exactly what
+from it), and an edit: one route replaced, or one Service removed, recompiles exactly what
 depends on it and gives the result a fresh translation gives.
 """
 
@@ -64,13 +64,14 @@ def test_an_edited_route_is_recompiled_alone() -> None:
     assert memo.hits - hits == len(routes) - 1
 
 
-def test_a_changed_service_table_recompiles_every_route() -> None:
+def test_a_changed_service_recompiles_only_the_routes_naming_it() -> None:
     tables = _by_kind(_objects(TESTDATA / "backend-references"))
     memo = RouteMemo()
     _render(Inputs(tables), memo)
     services = dict(tables["Service"])
     del services[("shop", "named")]
     changed = {**tables, "Service": services}
+    naming = [r for r in tables["HTTPRoute"].values() if "named" in str(r["spec"].get("rules"))]
     hits = memo.hits
     assert _render(Inputs(changed), memo) == _render(Inputs(changed))
-    assert memo.hits == hits
+    assert naming and memo.hits - hits == len(memo) - len(naming)

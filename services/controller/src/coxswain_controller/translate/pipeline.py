@@ -49,7 +49,7 @@ from coxswain_routing import Listener, TlsCertificate
 __all__ = ["PATCHABLE", "Pass", "translate"]
 
 # The kinds a `Pass` can absorb a change to without running every stage again.
-PATCHABLE = frozenset({HTTP_ROUTE, "EndpointSlice"})
+PATCHABLE = frozenset({HTTP_ROUTE, "EndpointSlice", "Service"})
 
 
 def translate(
@@ -84,6 +84,7 @@ class Pass:
         self._ingress_events = ingress_events
         self._addresses = addresses
         self._ingress_verdicts: list[IngressVerdict] = []
+        self._ingress_services: frozenset[tuple[str, str]] = frozenset()  # Services they name
         self._identities = {
             g.scope: Identity(g.namespace, f"{g.name}-{g.cls.name}")
             for g in gateways
@@ -104,26 +105,42 @@ class Pass:
         routes = http_routes(inputs, by_key, resolver, tables, memo)
         if memo is not None:
             memo.keep_only((HTTP_ROUTE, ns, n) for ns, n in inputs.table(HTTP_ROUTE))
-        ingress_events = ingresses(inputs, options, resolver, tables) + malformed
+        with resolver.recording() as ingress_services:
+            ingress_events = ingresses(inputs, options, resolver, tables) + malformed
         for gateway in gateways:
             _finalize_gateway(gateway, tables)
-        addresses = published_addresses(inputs, options)
+        addresses = published_addresses(inputs, options, ingress_events)
         built = cls(
             inputs, class_verdicts, gateways, resolver, tables, routes, ingress_events, addresses
         )
         # Ingresses are not patched: any change to them runs every stage, so these hold.
         built._ingress_verdicts = ingress_verdicts(inputs, options, addresses)
+        built._ingress_services = frozenset(ingress_services)
         return built
 
-    def patch(self, inputs: Inputs, memo: RouteMemo | None = None) -> None:
+    def patch(self, inputs: Inputs, memo: RouteMemo | None = None) -> bool:
         """Move this pass to `inputs`, which differ from `self.inputs` only in the kinds of
-        `PATCHABLE`: EndpointSlices refresh the endpoint sets of their Services, and each
-        changed HTTPRoute is withdrawn and translated again."""
+        `PATCHABLE`; False (nothing done) when it cannot, and every stage must run again.
+
+        EndpointSlices refresh the endpoint sets of their Services; a changed Service refreshes
+        its endpoint sets and sends every route naming it through translation again, as does a
+        change to the route itself (withdrawn, then translated anew). Ingress contributions are
+        not kept apart, so a Service an Ingress names declines the patch.
+        """
+        services = _changed(self.inputs.table("Service"), inputs.table("Service"))
+        if services & self._ingress_services:
+            return False
         old: Mapping[tuple[str, str], Obj] = self.inputs.table(HTTP_ROUTE)
         new: Mapping[tuple[str, str], Obj] = inputs.table(HTTP_ROUTE)
         # A route whose new version differs only in status (our own write) translates alike.
         changed = [] if old is new else [k for k, r in new.items() if _edited(old.get(k), r)]
         changed += [k for k in old if k not in new]
+        if services:
+            edited = set(changed)
+            changed += [
+                k for k, c in self._routes.items() if c.services & services and k not in edited
+            ]
+            self._tables.endpoints_changed(self._resolver.refresh_services(inputs, services))
         if self.inputs.table("EndpointSlice") is not inputs.table("EndpointSlice"):
             self._tables.endpoints_changed(self._resolver.refresh_endpoints(inputs))
         self.inputs = inputs
@@ -148,6 +165,7 @@ class Pass:
         if appended:
             # The canonical (namespace, name) order a fresh pass produces.
             self._routes = dict(sorted(self._routes.items()))
+        return True
 
     def result(self) -> TranslateResult:
         route_events = [e for c in self._routes.values() for e in c.events]
@@ -170,6 +188,16 @@ class Pass:
             events=tuple(sorted(events, key=lambda e: (e.ref, e.reason, e.message))),
             gateway_identities=dict(self._identities),
         )
+
+
+def _changed(
+    old: Mapping[tuple[str, str], Obj], new: Mapping[tuple[str, str], Obj]
+) -> set[tuple[str, str]]:
+    """The keys whose object was added, removed or changed other than in status."""
+    if old is new:
+        return set()
+    found = {k for k, obj in new.items() if _edited(old.get(k), obj)}
+    return found | {k for k in old if k not in new}
 
 
 def _edited(held: Obj | None, route: Obj) -> bool:

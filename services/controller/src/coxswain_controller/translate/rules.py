@@ -45,6 +45,9 @@ class RouteRules:
     refused: list[str] = field(default_factory=list)  # the route is not served (UnsupportedValue)
     unresolved: list[tuple[Reason, str]] = field(default_factory=list)  # ResolvedRefs False
     notes: list[str] = field(default_factory=list)
+    # Every Service the route's references name, resolved or not: what a Service change can
+    # alter about it (translate.pipeline.Pass.patch).
+    services: frozenset[tuple[str, str]] = frozenset()
 
 
 def parse_duration_ms(value: str) -> int | None:
@@ -57,12 +60,14 @@ def parse_duration_ms(value: str) -> int | None:
 def compile_rules(route: Obj, kind: str, resolver: BackendResolver) -> RouteRules:
     out = RouteRules()
     out.refused += _unroutable_hostnames(spec(route).get("hostnames") or [])
-    for index, raw in enumerate(spec(route).get("rules") or [{}]):
-        rule = _rule(route, kind, index, raw, resolver, out)
-        if rule is not None:
-            problems = rule.validate()
-            out.refused += [f"rules[{index}].{p.field}: {p.message}" for p in problems]
-            out.rules.append(rule)
+    with resolver.recording() as named:
+        for index, raw in enumerate(spec(route).get("rules") or [{}]):
+            rule = _rule(route, kind, index, raw, resolver, out)
+            if rule is not None:
+                problems = rule.validate()
+                out.refused += [f"rules[{index}].{p.field}: {p.message}" for p in problems]
+                out.rules.append(rule)
+    out.services = frozenset(named)
     return out
 
 
