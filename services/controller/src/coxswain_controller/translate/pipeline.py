@@ -5,9 +5,10 @@ listeners, bind ports, routes, Ingresses, then finalize (TLS stores, listener re
 canonical order). No I/O; the same inputs give the same result, byte for byte.
 
 The stages' products are kept in a `Pass` so that `translate.incremental.Translator` can patch a
-pass when only HTTPRoutes or EndpointSlices changed (route edits and endpoint churn, the common
-changes) instead of running every stage again: `Pass.patch` withdraws each changed route's
-contribution and adds its new one, refreshes the endpoint sets whose slices changed, and
+pass when only HTTPRoutes, EndpointSlices or Services changed (route edits and endpoint churn,
+the common changes) instead of running every stage again: `Pass.patch` withdraws each changed
+route's contribution (and each route naming a changed Service) and adds its new one, refreshes
+the endpoint sets whose slices or Services changed, and
 `Pass.result()` assembles the same `TranslateResult` a fresh pass would (incremental_test
 compares the two on every golden case and on random edit sequences).
 """
