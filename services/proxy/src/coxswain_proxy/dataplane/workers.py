@@ -104,6 +104,7 @@ class Workers:
         self._sent: dict[str, Resource] | None = None
         self._applying = asyncio.Lock()  # deltas are relative: one apply at a time
         self._closing = False
+        self._reaping: set[asyncio.Task[None]] = set()
 
     def watch(self, died: Callable[[str, int | None], None]) -> None:
         """Call `died(name, exit code)` if a worker ends before `close()` asks it to.
@@ -117,11 +118,18 @@ class Workers:
         for worker in self.workers:
             process = worker.process
 
+            async def reap(process: BaseProcess) -> None:
+                # The sentinel reads as closed a moment before the exit status can be collected.
+                await asyncio.to_thread(process.join, 5.0)
+                if not self._closing:
+                    died(process.name, process.exitcode)
+
             def ended(process: BaseProcess = process) -> None:
                 loop.remove_reader(process.sentinel)
                 if not self._closing:
-                    process.join(0)
-                    died(process.name, process.exitcode)
+                    task = loop.create_task(reap(process), name=f"reap-{process.name}")
+                    self._reaping.add(task)
+                    task.add_done_callback(self._reaping.discard)
 
             loop.add_reader(process.sentinel, ended)
 
