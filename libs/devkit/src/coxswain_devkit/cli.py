@@ -76,6 +76,7 @@ async def run_apiserver(args: argparse.Namespace) -> None:
         window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
     )
+    server.apply(crds.coxswain())  # installed with the controller, whatever the Gateway API
     if args.gateway_api != "none":
         bundled = crds.standard() if args.gateway_api == "standard" else crds.experimental()
         server.apply(bundled)

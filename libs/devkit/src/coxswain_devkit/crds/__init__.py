@@ -3,6 +3,8 @@
 `standard()` holds GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant and
 BackendTLSPolicy; `experimental()` adds TLSRoute, TCPRoute, UDPRoute and ListenerSet. Apply them
 through the API (or `ApiServer.apply`) to make the Gateway API served; delete them to take it away.
+`coxswain()` holds Coxswain's own (CoxswainIngressClassParameters), which the emulator CLI
+always serves.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import yaml
 
 STANDARD = "gateway-api-standard.yaml"
 EXPERIMENTAL = "gateway-api-experimental.yaml"
+COXSWAIN = "coxswain.yaml"
 
 
 def _load(name: str) -> list[dict[str, Any]]:
@@ -28,3 +31,7 @@ def standard() -> list[dict[str, Any]]:
 def experimental() -> list[dict[str, Any]]:
     """The standard channel's CRDs and the experimental ones."""
     return _load(STANDARD) + _load(EXPERIMENTAL)
+
+
+def coxswain() -> list[dict[str, Any]]:
+    return _load(COXSWAIN)

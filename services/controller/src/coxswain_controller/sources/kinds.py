@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
+COXSWAIN_GROUP = "coxswain-labs.dev"  # Coxswain's own CRDs (IngressClass parameters)
 TLS_SECRET_TYPE = "kubernetes.io/tls"  # noqa: S105 - a Secret type, not a password
 
 
@@ -76,19 +77,44 @@ GATEWAY: tuple[GatewayKind, ...] = (
     GatewayKind("UDPRoute", "udproutes", ("v1alpha2",)),
 )
 
+# Spec 001: "The controller also watches IngressClass and its associated
+# CoxswainIngressClassParameters objects", when their CRD is installed.
+COXSWAIN: tuple[GatewayKind, ...] = (
+    GatewayKind(
+        "CoxswainIngressClassParameters",
+        "coxswainingressclassparameters",
+        ("v1alpha1",),
+        namespaced=False,
+        status_matters=True,
+    ),
+)
+
 GATEWAY_NAMES = frozenset(kind.name for kind in GATEWAY)
+# The kinds whose watch comes and goes with their group's CRDs.
+OPTIONAL_NAMES = GATEWAY_NAMES | frozenset(kind.name for kind in COXSWAIN)
 
 
 def gateway_kinds(served: Mapping[str, frozenset[str]]) -> tuple[Kind, ...]:
     """The Gateway API kinds to watch, given the plurals served at each version of the group."""
+    return _served_kinds(GATEWAY, GATEWAY_GROUP, served)
+
+
+def coxswain_kinds(served: Mapping[str, frozenset[str]]) -> tuple[Kind, ...]:
+    """Coxswain's own kinds to watch, given the plurals served at each version of its group."""
+    return _served_kinds(COXSWAIN, COXSWAIN_GROUP, served)
+
+
+def _served_kinds(
+    candidates: tuple[GatewayKind, ...], group: str, served: Mapping[str, frozenset[str]]
+) -> tuple[Kind, ...]:
     chosen = []
-    for wanted in GATEWAY:
+    for wanted in candidates:
         version = next((v for v in wanted.versions if wanted.plural in served.get(v, ())), None)
         if version is not None:
             chosen.append(
                 Kind(
                     wanted.name,
-                    GATEWAY_GROUP,
+                    group,
                     version,
                     wanted.plural,
                     wanted.namespaced,

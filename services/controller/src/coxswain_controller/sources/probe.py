@@ -29,12 +29,13 @@ class APIResource(TypedDict, total=False):
     namespaced: bool
 
 
-def served(client: Any, *, timeout: float) -> dict[str, frozenset[str]]:
-    """Version -> plurals served in the Gateway API group; empty when the group is not served."""
+def served(
+    client: Any, *, timeout: float, group_name: str = kinds.GATEWAY_GROUP
+) -> dict[str, frozenset[str]]:
+    """Version -> plurals served in an API group (the Gateway API's by default); empty when the
+    group is not served."""
     try:
-        group: APIGroup = kube.request(
-            client, "GET", f"/apis/{kinds.GATEWAY_GROUP}", timeout=timeout
-        )  # type: ignore[assignment]
+        group: APIGroup = kube.request(client, "GET", f"/apis/{group_name}", timeout=timeout)  # type: ignore[assignment]
     except kube.KubeError as exc:
         if exc.status == 404:
             return {}

@@ -93,12 +93,17 @@ class Sources:
             except kube.KubeError as exc:
                 log.warning("gateway api probe failed", extra={"fields": {"error": str(exc)}})
                 await asyncio.sleep(retry.next())
-        found = kinds.gateway_kinds(served)
+        gateway, coxswain = served
+        found = kinds.gateway_kinds(gateway)
         self._served(bool(found))
-        return found
+        return found + kinds.coxswain_kinds(coxswain)
 
-    def _probe_blocking(self) -> dict[str, frozenset[str]]:
-        return probe.served(self._client, timeout=self._settings.request_timeout)
+    def _probe_blocking(self) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+        timeout = self._settings.request_timeout
+        return (
+            probe.served(self._client, timeout=timeout),
+            probe.served(self._client, timeout=timeout, group_name=kinds.COXSWAIN_GROUP),
+        )
 
     def _served(self, served: bool) -> None:
         if served != self.gateway_api_served or not self._probed:
@@ -109,7 +114,7 @@ class Sources:
 
     def _reconcile(self, wanted: tuple[kinds.Kind, ...]) -> None:
         by_name = {kind.name: kind for kind in wanted}
-        for name in kinds.GATEWAY_NAMES & self._reflectors.keys():
+        for name in kinds.OPTIONAL_NAMES & self._reflectors.keys():
             if by_name.get(name) != self._reflectors[name][0].kind:
                 self._stop_reflector(name)
         self._start_reflectors(tuple(k for k in wanted if k.name not in self._reflectors))
@@ -149,4 +154,5 @@ def _concerns_gateway_api(event: cache.Event) -> bool:
 
 
 def _is_gateway_crd(obj: kube.JSON) -> bool:
-    return bool(obj.get("spec", {}).get("group") == kinds.GATEWAY_GROUP)
+    """A CRD of a group whose kinds are watched only while served (the Gateway API's, ours)."""
+    return obj.get("spec", {}).get("group") in (kinds.GATEWAY_GROUP, kinds.COXSWAIN_GROUP)

@@ -228,3 +228,22 @@ def _route(name: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"parentRefs": [{"name": "gw"}]},
     }
+
+
+async def test_ingress_class_parameters_are_watched_once_their_crd_is_installed(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    await bounded(sources.cache.synced.wait())
+    assert "CoxswainIngressClassParameters" not in sources.cache.snapshot().served
+    for crd in crds.coxswain():
+        await asyncio.to_thread(kube.request, client, "POST", kinds.CRD.path, body=crd)
+    await until(sources, lambda s: "CoxswainIngressClassParameters" in s.served)
+    assert not sources.gateway_api_served  # our own group does not make the Gateway API served
+    parameters = {
+        "apiVersion": "coxswain-labs.dev/v1alpha1",
+        "kind": "CoxswainIngressClassParameters",
+        "metadata": {"name": "shop"},
+        "spec": {"accessLog": {"enabled": False}},
+    }
+    api.apply([parameters])
+    await until(sources, lambda s: "shop" in names(s, "CoxswainIngressClassParameters"))

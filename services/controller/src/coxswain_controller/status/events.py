@@ -27,6 +27,7 @@ API_VERSIONS = {
     "Gateway": "gateway.networking.k8s.io/v1",
     "HTTPRoute": "gateway.networking.k8s.io/v1",
     "Ingress": "networking.k8s.io/v1",
+    "IngressClass": "networking.k8s.io/v1",
 }
 
 

@@ -17,6 +17,7 @@ from coxswain_controller.discovery.scopes import SHARED_POOL
 from coxswain_controller.translate.backends import BackendResolver
 from coxswain_controller.translate.certificates import load_tls_secret
 from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_event
+from coxswain_controller.translate.ingress_params import ClassParameters, class_parameters
 from coxswain_controller.translate.inputs import (
     Inputs,
     Obj,
@@ -54,11 +55,22 @@ _PATH_TYPES = {
 }
 
 
-def _classes(inputs: Inputs, options: Options) -> tuple[set[str], str | None]:
+def _classes(inputs: Inputs, options: Options) -> tuple[dict[str, Obj], str | None]:
     read = guarded("IngressClass", inputs.all("IngressClass"), _class_facts, [])
-    ours = {name(c) for c, (controller, _) in read if controller == options.ingress_controller}
+    ours = {name(c): c for c, (controller, _) in read if controller == options.ingress_controller}
     defaults = [name(c) for c, (_, default) in read if default]
     return ours, defaults[0] if len(defaults) == 1 else None
+
+
+def _parameters(inputs: Inputs, ours: Mapping[str, Obj]) -> dict[str, ClassParameters | str]:
+    """Each of our classes' parameters, or why they cannot be honored (ingress_params)."""
+    found: dict[str, ClassParameters | str] = {}
+    for class_name, obj in ours.items():
+        try:
+            found[class_name] = class_parameters(inputs, obj)
+        except MALFORMED as exc:
+            found[class_name] = f"parameters cannot be read: {exc}"
+    return found
 
 
 def _class_facts(ingress_class: Obj) -> tuple[object, bool]:
@@ -69,25 +81,40 @@ def _class_facts(ingress_class: Obj) -> tuple[object, bool]:
     ) == "true"
 
 
-def _claimed(ingress: Obj, ours: set[str], default: str | None) -> bool:
+def _class_of(ingress: Obj, ours: Mapping[str, Obj], default: str | None) -> str | None:
+    """The class of ours the Ingress belongs to, or None when it is not ours."""
     class_name = spec(ingress).get("ingressClassName")
-    if class_name:
-        return class_name in ours
-    legacy = (meta(ingress).get("annotations") or {}).get(LEGACY_ANNOTATION)
-    if legacy:
-        return legacy in ours
-    return default is not None and default in ours
+    if not class_name:
+        class_name = (meta(ingress).get("annotations") or {}).get(LEGACY_ANNOTATION) or default
+    return str(class_name) if class_name is not None and class_name in ours else None
 
 
 def claimed_ingresses(
     inputs: Inputs, options: Options, malformed: list[Event] | None = None
 ) -> list[Obj]:
-    """The Ingresses of our classes, oldest first (the order conflicts are settled in)."""
+    """The Ingresses of our classes whose parameters can be honored, oldest first (the order
+    conflicts are settled in). `malformed` also receives each refused class's Events."""
+    events: list[Event] = [] if malformed is None else malformed
     ours, default = _classes(inputs, options)
-    read = guarded(
-        "Ingress", inputs.all("Ingress"), lambda i: _claimed(i, ours, default), malformed or []
-    )
-    claimed = [i for i, ours_ in read if ours_]
+    parameters = _parameters(inputs, ours)
+    for named, read_parameters in sorted(parameters.items()):
+        if isinstance(read_parameters, ClassParameters) and read_parameters.unused:
+            ref = ObjectRef("IngressClass", "", named)
+            message = "has no effect yet: " + "; ".join(read_parameters.unused)
+            events.append(Event(ref, uid(ours[named]), "Warning", "Rejected", message))
+    read = guarded("Ingress", inputs.all("Ingress"), lambda i: _class_of(i, ours, default), events)
+    claimed = []
+    for ingress, class_name in read:
+        if class_name is None:
+            continue
+        verdict = parameters[class_name]
+        if isinstance(verdict, str):
+            # As a GatewayClass whose parameters cannot be honored serves no Gateway.
+            ref = ObjectRef("Ingress", namespace(ingress), name(ingress))
+            message = f"IngressClass {class_name}: {verdict}; the Ingress is not served"
+            events.append(Event(ref, uid(ingress), "Warning", "InvalidParameters", message))
+            continue
+        claimed.append(ingress)
     claimed.sort(key=lambda i: (created(i), namespace(i), name(i)))
     return claimed
 

@@ -42,6 +42,7 @@ KINDS = (
     "Namespace",
     "Ingress",
     "IngressClass",
+    "CoxswainIngressClassParameters",
 )
 
 
