@@ -40,7 +40,7 @@ CLOSE_END = responses.CLOSE + b"\r\n"
 
 class Attempts:
     __slots__ = (
-        "conn", "method", "url", "headers", "version", "keep_alive", "upgrade", "plan",
+        "conn", "method", "url", "headers", "version", "keep_alive", "upgrade", "host", "plan",
         "bplan", "picker", "origin", "upstream", "head", "chunked", "body", "pending", "replay",
         "request_done", "response_started", "response_done", "finished", "attempts", "out",
         "rechunk", "status", "cors", "started_at", "attempt_timer", "request_timer",
@@ -56,6 +56,7 @@ class Attempts:
         version: str,
         keep_alive: bool,
         upgrade: bool,
+        host: bytes | None,
     ) -> None:
         self.conn = conn
         self.method = method
@@ -64,6 +65,7 @@ class Attempts:
         self.version = version
         self.keep_alive = keep_alive and not upgrade
         self.upgrade = upgrade
+        self.host = host  # its Host field (forward.MANY_HOSTS: more than one), None: none
         self.plan: RulePlan | None = None
         self.bplan: BackendPlan | None = None
         self.picker: EndpointPicker | None = None

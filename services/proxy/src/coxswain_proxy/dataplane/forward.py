@@ -31,6 +31,10 @@ from coxswain_routing import (
     rewrite_path,
 )
 
+# What a request's `host` holds when it carried more than one Host field (answered 400 in its
+# turn): llhttp admits no NUL in a field value, so no client can send this one.
+MANY_HOSTS = b"\0"
+
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.http11 import HttpConnection
     from coxswain_routing import Candidate
@@ -90,9 +94,10 @@ class Exchange(Attempts):
         # RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any
         # HTTP/1.1 request message that lacks a Host header field and to any request message
         # that contains more than one Host header field line".
-        if conn.hosts > 1 or (conn.host is None and self.version != HTTP10):
+        raw_host = self.host
+        if raw_host is MANY_HOSTS or (raw_host is None and self.version != HTTP10):
             raise errors.BadRequest("exactly one Host header is required")
-        raw_host = conn.host or b""
+        raw_host = raw_host or b""
         host = raw_host.decode("latin-1")
         if conn.sni is not None:
             self._check_misdirected(host)

@@ -32,7 +32,7 @@ HOST = b"host"
 class HttpConnection(asyncio.Protocol):
     __slots__ = (
         "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
-        "current", "queue", "parsing", "url", "headers", "size", "host", "hosts",
+        "current", "queue", "parsing", "url", "headers", "size", "host", "clock",
         "last_active", "head_started", "closed", "tunnel", "write_paused", "drain", "forwarded",
         "limit",
     )  # fmt: skip
@@ -49,12 +49,13 @@ class HttpConnection(asyncio.Protocol):
         self.current: forward.Exchange | None = None  # the request being answered
         self.queue: deque[forward.Exchange] = deque()  # pipelined requests waiting their turn
         self.parsing: forward.Exchange | None = None  # the request whose body is arriving
+        # The request head arriving: reset when it is complete, for the next one.
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.size = 0  # bytes of request line and headers so far
-        self.host: bytes | None = None
-        self.hosts = 0  # Host fields seen
-        self.last_active = rt.loop.time()
+        self.host: bytes | None = None  # its Host field; forward.MANY_HOSTS after a second one
+        self.clock = rt.loop.time
+        self.last_active = self.clock()
         self.head_started = 0.0  # when the current request's first byte came; 0: between requests
         self.closed = False
         self.tunnel: asyncio.Transport | None = None  # after an Upgrade: the upstream transport
@@ -111,7 +112,7 @@ class HttpConnection(asyncio.Protocol):
         if self.tunnel is not None:
             self.tunnel.write(data)
             return
-        self.last_active = self.rt.loop.time()
+        self.last_active = self.clock()
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
@@ -156,11 +157,6 @@ class HttpConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ parser callbacks
 
     def on_message_begin(self) -> None:
-        self.url = b""
-        self.headers = []
-        self.size = 0
-        self.host = None
-        self.hosts = 0
         # The time data_received just read: when this request's first byte came.
         self.head_started = self.last_active
 
@@ -176,12 +172,13 @@ class HttpConnection(asyncio.Protocol):
             raise errors.HeadersTooLarge()
         self.headers.append((name, value))
         if len(name) == 4 and name.lower() == HOST:
-            self.host = value
-            self.hosts += 1
+            self.host = value if self.host is None else forward.MANY_HOSTS
 
     def on_headers_complete(self) -> None:
         self.head_started = 0.0
         parser = self.parser
+        # The head goes to its exchange whole: a request waiting its turn keeps its own Host
+        # while the ones pipelined behind it are parsed.
         exchange = forward.Exchange(
             self,
             parser.get_method(),
@@ -190,7 +187,9 @@ class HttpConnection(asyncio.Protocol):
             parser.get_http_version(),
             parser.should_keep_alive(),
             parser.should_upgrade(),
+            self.host,
         )
+        self.url, self.headers, self.size, self.host = b"", [], 0, None
         self.parsing = exchange
         if self.current is None:
             self.current = exchange

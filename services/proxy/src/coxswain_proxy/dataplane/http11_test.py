@@ -76,6 +76,15 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
         assert [seen(r)["path"] for r in got] == [f"/p/{i}" for i in range(5)]
 
 
+async def test_pipelined_requests_are_each_routed_by_their_own_host() -> None:
+    # A request waiting its turn keeps its Host: requests parsed after it must not lend theirs.
+    async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _), t.client(port) as c:
+        hosts = ["example.com", "unknown.example.net", "example.com"]
+        c.send(b"".join(f"GET /p HTTP/1.1\r\nHost: {h}\r\n\r\n".encode() for h in hosts))
+        got = await c.responses(3)
+        assert [r.status for r in got] == [200, 404, 200]
+
+
 async def test_forwarded_headers_set_and_hop_by_hop_removed() -> None:
     async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _):
         extra = (
