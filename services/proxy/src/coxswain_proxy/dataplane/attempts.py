@@ -9,7 +9,8 @@ an `upstream.UpstreamConnection`, which calls `response_head`/`response_body`/
 The response is collected in `out` while the upstream's bytes are parsed and written to the
 client in one `write()` per read (`flush`), so a small response costs one system call
 (toolchain.md: two writes per message cost a fifth of the throughput). The head goes into `out`
-as pieces (`heads.client_response`), so that write's join is the only copy of it.
+as pieces (`heads.client_response_fields`, from the fields the upstream connection sorted as
+they arrived), so that write's join is the only copy of it.
 """
 
 from __future__ import annotations
@@ -110,9 +111,10 @@ class Attempts:
         self.attempts += 1
         rt = self.conn.rt
         now = self.started_at = rt.loop.time()
-        assert self.plan is not None
-        if self.plan.attempt_timeout:
-            self.attempt_timer = rt.loop.call_later(self.plan.attempt_timeout, self._timed_out)
+        plan = self.plan
+        assert plan is not None
+        if plan.attempt_timeout:
+            self.attempt_timer = rt.loop.call_later(plan.attempt_timeout, self._timed_out)
         connection = rt.connector.acquire(origin, self, now)
         if connection is not None:
             self.connected(connection)
@@ -123,7 +125,7 @@ class Attempts:
             conn.rt.connector.release(connection)
             return
         self.upstream = connection
-        connection.bind(self, head_only=self.method == HEAD)
+        connection.bind(self, self.method == HEAD)
         body = self.body
         if body:
             self.body, self.pending = [], 0
@@ -218,16 +220,16 @@ class Attempts:
 
     # ------------------------------------------------------------------ the response
 
-    def response_head(self, status: int, raw: list[tuple[bytes, bytes]]) -> None:
+    def response_head(self, status: int, fields: heads.ResponseFields) -> None:
         if status < 200 and status != 101:
             # Interim responses (100 Continue for an Expect: 100-continue request) pass on.
             self.out.append(heads.serialize(status, [], END))
             return
         rt = self.conn.rt
         rt.stats.upstream_latency(rt.loop.time() - self.started_at)
-        bplan = self.bplan
-        assert self.plan is not None and bplan is not None
-        if self.plan.retries and status in self.plan.retry_codes and self._may_retry():
+        plan, bplan = self.plan, self.bplan
+        assert plan is not None and bplan is not None
+        if plan.retries and status in plan.retry_codes and self._may_retry():
             self.discarding = True
             return
         if self.attempt_timer is not None:
@@ -235,8 +237,8 @@ class Attempts:
         self.status = status
         self.response_started = True
         out = self.out
-        framing = heads.client_response(
-            out, status, raw, plan=bplan.response, extra=self.cors, keep_upgrade=status == 101
+        framing = heads.client_response_fields(
+            out, status, fields, plan=bplan.response, extra=self.cors, keep_upgrade=status == 101
         )
         out.append(self._framing_tail(status, framing))
 
@@ -245,8 +247,8 @@ class Attempts:
             return END
         if self.upgrade:
             self.keep_alive = False
-        no_body = self.method == HEAD or status in NO_BODY_STATUS
-        if not no_body and not framing & heads.HAS_LENGTH:
+        has_body = not (self.method == HEAD or status in NO_BODY_STATUS)
+        if not framing & heads.HAS_LENGTH and has_body:
             if framing & heads.CHUNKED_IN or self.version != HTTP10:
                 self.rechunk = True
                 return CHUNKED_END if self.keep_alive else CHUNKED_CLOSE_END
@@ -265,10 +267,10 @@ class Attempts:
 
     def response_complete(self, keep_alive: bool) -> None:
         upstream, self.upstream = self.upstream, None
-        conn = self.conn
+        rt = self.conn.rt
         if upstream is not None:
             if keep_alive and self.request_done:
-                conn.rt.connector.release(upstream)
+                rt.connector.release(upstream)
             else:
                 upstream.exchange = None
                 upstream.close()
@@ -278,7 +280,7 @@ class Attempts:
         if self.rechunk:
             self.out.append(responses.LAST_CHUNK)
         self.response_done = True
-        conn.rt.stats.request(self.route, self.status)
+        rt.stats.request(self.route, self.status)
         if not self.request_done:
             self.keep_alive = False  # answered before the body ended: do not read the rest
         self._finish()
@@ -329,10 +331,16 @@ class Attempts:
         if self.finished:
             return
         self.finished = True
-        self.flush()
+        conn = self.conn
+        out = self.out
+        if out:  # flush(), inlined: every response ends here
+            data = out[0] if len(out) == 1 else b"".join(out)
+            out.clear()
+            if conn.transport is not None and not conn.closed:
+                conn.transport.write(data)
         if self.attempt_timer is not None or self.request_timer is not None:
             self._cancel()
-        self.conn.finished(self, self.keep_alive)
+        conn.finished(self, self.keep_alive)
 
     def abandon(self) -> None:
         """The client went away: stop everything this request holds."""

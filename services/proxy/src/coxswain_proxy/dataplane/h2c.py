@@ -25,7 +25,7 @@ import h2.events
 import h2.exceptions
 import httptools
 
-from coxswain_proxy.dataplane import errors, flow
+from coxswain_proxy.dataplane import errors, flow, heads
 from coxswain_proxy.dataplane.endpoints import Origin
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class H2cConnection(asyncio.Protocol):
         self.limit = connector.config.max_upstream_header_bytes
         self.goaway = False
 
-    def bind(self, exchange: Bound, *, head_only: bool) -> None:
+    def bind(self, exchange: Bound, head_only: bool) -> None:
         # A HEAD response ends with its HEADERS frame's END_STREAM: nothing special to do.
         del head_only
         self.exchange = exchange
@@ -218,18 +218,18 @@ class H2cConnection(asyncio.Protocol):
 
     def _head(self, exchange: Bound, raw: list[tuple[bytes, bytes]] | None) -> None:
         status = 0
-        headers: list[tuple[bytes, bytes]] = []
+        fields = heads.ResponseFields()
         size = 0
         for name, value in raw or ():
             size += len(name) + len(value) + 4
             if name == b":status":
                 status = int(value)
             elif not name.startswith(b":"):
-                headers.append((name, value))
+                fields.on_header(name, value)
         if size > self.limit:
             self._fail(errors.BadGateway("upstream response headers too large"))
             return
-        exchange.response_head(status, headers)
+        exchange.response_head(status, fields)
 
     # ------------------------------------------------------------------ the connection
 

@@ -53,6 +53,7 @@ _MAX_KINDS = 4096
 # Response framing flags (`client_response`'s result).
 HAS_LENGTH = 1  # the upstream sent a Content-Length: bytes pass as they come
 CHUNKED_IN = 2  # the upstream sent chunked
+NAMES_FIELDS = 4  # (`ResponseFields` only) a Connection field names other fields to drop
 
 
 # Connection values that name no other field (the common ones): no second pass needed.
@@ -194,6 +195,77 @@ def client_response(
         del out[start:]
         for name, value in pairs:
             out += (name, b": ", value, b"\r\n")
+    for name, value in extra:
+        out += (name, b": ", value, b"\r\n")
+    return flags
+
+
+class ResponseFields:
+    """An HTTP/1.1 response head's fields, sorted as the parser reports them (`on_header`).
+
+    A field that passes to the client goes straight into `lines` in the form the client's head
+    takes (name, ": ", value, CRLF), so a plain response costs one cache lookup per field and
+    no second pass; the hop-by-hop ones wait in `hop`. Reused by one upstream connection: the
+    caller clears it before each head.
+    """
+
+    __slots__ = ("lines", "hop", "flags")
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.hop: Headers = []  # the hop-by-hop fields, for the shapes that need them
+        self.flags = 0  # HAS_LENGTH, CHUNKED_IN, NAMES_FIELDS
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        kind = _KINDS.get(name)
+        if kind is None:
+            kind = _kind(name)
+        if not kind or kind in (OWN, XFF_):
+            # Host and X-Forwarded-* are the proxy's own on requests only: they pass here.
+            self.lines += (name, b": ", value, b"\r\n")
+        elif kind == LENGTH:
+            self.flags |= HAS_LENGTH
+            self.lines += (name, b": ", value, b"\r\n")
+        else:
+            self.hop.append((name, value))
+            if kind == TE and b"chunked" in value.lower():
+                self.flags |= CHUNKED_IN
+            elif kind == CONN and value.strip().lower() not in _PLAIN_CONNECTION:
+                self.flags |= NAMES_FIELDS
+
+    def clear(self) -> None:
+        self.lines = []
+        self.hop = []
+        self.flags = 0
+
+    def size(self) -> int:
+        """The fields' bytes as a head counts them (name, value, ": " and CRLF)."""
+        return sum(map(len, self.lines)) + sum(len(n) + len(v) + 4 for n, v in self.hop)
+
+    def pairs(self) -> Headers:
+        """Every field as (name, value): those that pass in their order, then the others."""
+        lines = self.lines
+        return [*zip(lines[0::4], lines[2::4], strict=True), *self.hop]
+
+
+def client_response_fields(
+    out: list[bytes],
+    status: int,
+    fields: ResponseFields,
+    *,
+    plan: BytesPlan,
+    extra: Headers,
+    keep_upgrade: bool = False,
+) -> int:
+    """`client_response` for `ResponseFields`: the lines that pass are already made."""
+    flags = fields.flags
+    if plan or keep_upgrade or flags & NAMES_FIELDS:
+        pairs = fields.pairs()
+        return client_response(
+            out, status, pairs, plan=plan, extra=extra, keep_upgrade=keep_upgrade
+        )
+    out.append(responses.status_line(status))
+    out += fields.lines
     for name, value in extra:
         out += (name, b": ", value, b"\r\n")
     return flags

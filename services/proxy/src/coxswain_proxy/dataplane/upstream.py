@@ -5,6 +5,9 @@ and binds itself to it; the `UpstreamConnection` parses the response with httpto
 the bound exchange back. Idle connections sit in `pool.Pool` (pure bookkeeping); the
 `Connector` does the I/O its answers call for. An idle connection that receives anything or
 closes is dropped from the pool: a backend may close keep-alives whenever it likes.
+
+The parser hands each response field straight to the connection's `heads.ResponseFields`, which
+sorts it once (passes on, or hop-by-hop); the head's size is bounded per read, not per field.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import httptools
 
-from coxswain_proxy.dataplane import errors, flow
+from coxswain_proxy.dataplane import errors, flow, heads
 from coxswain_proxy.dataplane.endpoints import Origin, is_h2c, tls_arguments
 from coxswain_proxy.dataplane.h2c import H2cConnection
 from coxswain_proxy.dataplane.pool import Limits, Pool
@@ -37,7 +40,7 @@ class Waiter(Protocol):
 class Bound(Protocol):
     """What an exchange offers the connection it is bound to."""
 
-    def response_head(self, status: int, headers: list[tuple[bytes, bytes]]) -> None: ...
+    def response_head(self, status: int, fields: heads.ResponseFields) -> None: ...
 
     def response_body(self, body: bytes) -> None: ...
 
@@ -52,14 +55,34 @@ class Bound(Protocol):
     def upstream_writable(self, writable: bool) -> None: ...
 
 
+_TOO_LARGE = "upstream response headers too large"
+
+
 class HeadDone(Exception):
     """Raised inside the parser to end a HEAD response at its headers (httptools cannot be told
     that a HEAD response has no body, so the parser is replaced instead)."""
 
 
+class _Callbacks:
+    """What the response parser calls: the fields' own `on_header` (no hop through the
+    connection for each field), the connection's methods for the rest."""
+
+    __slots__ = ("on_header", "on_headers_complete", "on_body", "on_message_complete")
+
+    def __init__(self, connection: UpstreamConnection) -> None:
+        self.on_header = connection.fields.on_header
+        self.on_headers_complete = connection.on_headers_complete
+        self.on_body = connection.on_body
+        self.on_message_complete = connection.on_message_complete
+
+
+def _parser(connection: UpstreamConnection) -> httptools.HttpResponseParser:
+    return httptools.HttpResponseParser(_Callbacks(connection))
+
+
 class UpstreamConnection(asyncio.Protocol):
     __slots__ = (
-        "connector", "origin", "transport", "parser", "gate", "exchange", "headers", "size",
+        "connector", "origin", "transport", "parser", "gate", "exchange", "fields", "size",
         "head_only", "closed", "tunnel", "limit",
     )  # fmt: skip
 
@@ -67,20 +90,22 @@ class UpstreamConnection(asyncio.Protocol):
         self.connector = connector
         self.origin = origin
         self.transport: asyncio.Transport | None = None
-        self.parser = httptools.HttpResponseParser(self)
+        self.fields = heads.ResponseFields()  # the head arriving
+        self.parser = _parser(self)
         self.gate = flow.ReadGate()
         self.exchange: Bound | None = None  # None while idle in the pool
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.size = 0
+        # Bytes read while the response head is awaited (a bound on its size, counted per read
+        # rather than per field); -1 once it has come.
+        self.size = -1
         self.head_only = False  # the bound request is a HEAD
         self.closed = False
         self.tunnel: asyncio.Transport | None = None
         self.limit = connector.config.max_upstream_header_bytes
 
-    def bind(self, exchange: Bound, *, head_only: bool) -> None:
+    def bind(self, exchange: Bound, head_only: bool) -> None:
         self.exchange = exchange
         self.head_only = head_only
-        self.headers = []
+        self.fields.clear()
         self.size = 0
 
     def write(self, data: bytes) -> None:
@@ -120,6 +145,8 @@ class UpstreamConnection(asyncio.Protocol):
         if exchange is None:
             self.close()  # an idle connection has nothing to say: it cannot be trusted again
             return
+        if self.size >= 0:
+            self.size += len(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
@@ -127,11 +154,15 @@ class UpstreamConnection(asyncio.Protocol):
             return
         except httptools.HttpParserCallbackError as exc:
             if isinstance(exc.__context__, HeadDone):
-                self.parser = httptools.HttpResponseParser(self)
+                self.parser = _parser(self)
             else:
                 self._broken(exchange, exc.__context__)
         except httptools.HttpParserError as exc:
             self._broken(exchange, exc)
+        else:
+            if self.size > self.limit:
+                # A head still arriving past the limit: 502 (issue 7, item 3).
+                self._broken(exchange, errors.BadGateway(_TOO_LARGE))
         exchange.flush()
 
     def _broken(self, exchange: Bound, cause: BaseException | None) -> None:
@@ -150,18 +181,20 @@ class UpstreamConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ parser callbacks
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        size = self.size = self.size + len(name) + len(value) + 4
-        if size > self.limit:
-            # Upstream response headers beyond the limit: 502 (issue 7, item 3).
-            raise errors.BadGateway("upstream response headers too large")
-        self.headers.append((name, value))
-
     def on_headers_complete(self) -> None:
-        headers, self.headers, self.size = self.headers, [], 0
+        fields = self.fields
+        # What was read may run on into the body: only then are the fields counted.
+        if self.size > self.limit and fields.size() > self.limit:
+            # Upstream response headers beyond the limit: 502 (issue 7, item 3).
+            raise errors.BadGateway(_TOO_LARGE)
         if self.exchange is not None:
             status = self.parser.get_status_code()
-            self.exchange.response_head(status, headers)
+            self.exchange.response_head(status, fields)
+            if status < 200:  # an interim response: the next head follows
+                self.size = 0
+                fields.clear()
+            else:
+                self.size = -1
             if self.head_only and status >= 200 and self.exchange is not None:
                 self.exchange.response_complete(self.parser.should_keep_alive())
                 raise HeadDone()
@@ -172,7 +205,7 @@ class UpstreamConnection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         exchange = self.exchange
-        if exchange is not None and self.parser.get_status_code() >= 200:
+        if exchange is not None and self.size < 0:  # a final response (interim ones go on)
             exchange.response_complete(self.parser.should_keep_alive())
 
 
