@@ -10,6 +10,12 @@ Why the hot path looks the way it does: everything that depends only on the snap
 rule and backend plans (`tables`), and the strings the router needs (host, method, path, query)
 are the only decoding a plain request pays for; header values are decoded only if a route or
 filter asks (`LazyHeaders`).
+
+Routing answers are remembered per snapshot (`Tables.memo`, like Kong's router cache): a request
+with the port, Host, method and target of one routed before gets its outcome without the
+router, which was most of what routing a repeated target cost. Routing depends on nothing else
+but headers, so ports where some match tests headers keep no memo; entries and key sizes are
+bounded, and a new snapshot starts with an empty memo.
 """
 
 from __future__ import annotations
@@ -37,9 +43,16 @@ MANY_HOSTS = b"\0"
 
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.http11 import HttpConnection
-    from coxswain_routing import Candidate
+    from coxswain_routing import Candidate, Outcome
+
+# What routing a request came to: the outcome, and the path and query it was routed by.
+Matched = tuple["Outcome", str, str]
 
 __all__ = ["NO_ROUTE", "Exchange", "LazyHeaders"]
+
+# The match memo's bounds (`Tables.memo`): entries, and bytes of Host and target per entry.
+MEMO_ENTRIES = 4096
+MEMO_KEY_BYTES = 512
 
 # The methods requests use, decoded once: the router wants str.
 _METHODS = {m: m.decode() for m in (b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"OPTIONS",
@@ -81,39 +94,52 @@ class Exchange(Attempts):
     # ------------------------------------------------------------------ routing
 
     def start(self) -> None:
+        """Route the request, then send it on or answer it here (its turn has come)."""
         try:
-            self._route()
+            conn = self.conn
+            tables = conn.rt.tables
+            if tables is None:
+                raise errors.UpstreamUnavailable("no routing snapshot received yet")
+            # RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any
+            # HTTP/1.1 request message that lacks a Host header field and to any request
+            # message that contains more than one Host header field line".
+            raw_host = self.host
+            if raw_host is None or raw_host is MANY_HOSTS:
+                if raw_host is MANY_HOSTS or self.version != HTTP10:
+                    raise errors.BadRequest("exactly one Host header is required")
+                raw_host = b""
+            if conn.sni is not None:
+                self._check_misdirected(raw_host.decode("latin-1"))
+            key = (conn.port, raw_host, self.method, self.url)
+            matched = tables.memo.get(key)
+            if matched is None:
+                matched = self._match(tables, key)
+            outcome, path, query = matched
+            if outcome.rule is None:
+                self.local(outcome.status, outcome.reason)
+            else:
+                self._serve(tables, outcome, raw_host, path, query)
         except errors.DataplaneError as exc:
             self.local(exc.status, str(exc))
 
-    def _route(self) -> None:
-        conn = self.conn
-        tables = conn.rt.tables
-        if tables is None:
-            raise errors.UpstreamUnavailable("no routing snapshot received yet")
-        # RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any
-        # HTTP/1.1 request message that lacks a Host header field and to any request message
-        # that contains more than one Host header field line".
-        raw_host = self.host
-        if raw_host is MANY_HOSTS or (raw_host is None and self.version != HTTP10):
-            raise errors.BadRequest("exactly one Host header is required")
-        raw_host = raw_host or b""
-        host = raw_host.decode("latin-1")
-        if conn.sni is not None:
-            self._check_misdirected(host)
-        url = self.url
+    def _match(self, tables: Tables, key: tuple[int, bytes, bytes, bytes]) -> Matched:
+        """Ask the router; remember the answer when nothing but `key` decided it."""
+        port, raw_host, raw_method, url = key
         mark = url.find(b"?")
         if mark < 0:
             path, query = url.decode("latin-1"), ""
         else:
             path, query = url[:mark].decode("latin-1"), url[mark + 1 :].decode("latin-1")
-        method = _METHODS.get(self.method) or self.method.decode("latin-1")
-        lazy = LazyHeaders(self.headers)
-        outcome = tables.router.match(conn.port, host, method, path, lazy, query)
-        if outcome.rule is None:
-            self.local(outcome.status, outcome.reason)
-            return
-        self._serve(outcome, raw_host, path, query, lazy)
+        method = _METHODS.get(raw_method) or raw_method.decode("latin-1")
+        host = raw_host.decode("latin-1")
+        outcome = tables.router.match(port, host, method, path, LazyHeaders(self.headers), query)
+        matched = (outcome, path, query)
+        if port not in tables.no_memo and len(url) + len(raw_host) <= MEMO_KEY_BYTES:
+            memo = tables.memo
+            if len(memo) >= MEMO_ENTRIES:
+                memo.clear()  # a crude bound, but O(1) per request: hot targets come back
+            memo[key] = matched
+        return matched
 
     def _check_misdirected(self, host: str) -> None:
         """Issue 7, item 4: 421 when the Host falls outside the SNI-selected listener's names."""
@@ -123,14 +149,11 @@ class Exchange(Attempts):
             self.status = 421
             raise _Misdirected("the Host is not served by the certificate's listener")
 
-    def _serve(
-        self, cand: Candidate, host: bytes, path: str, query: str, lazy: LazyHeaders
-    ) -> None:
-        tables = self.conn.rt.tables
-        assert tables is not None
+    def _serve(self, tables: Tables, cand: Candidate, host: bytes, path: str, query: str) -> None:
         plan = self.plan = tables.plans[id(cand.rule)]
         self.route = plan.route
         if plan.cors is not None:
+            lazy = LazyHeaders(self.headers)
             if is_preflight(self.method.decode(), lazy):
                 self.local_headers(204, preflight_headers(plan.cors, lazy), plan)
                 return
@@ -141,17 +164,26 @@ class Exchange(Attempts):
         if cand.status != 200:
             self.local(cand.status, cand.reason)
             return
-        backend = cand.backends.pick()
-        if not backend.resolved:
-            # Spec 003: an unresolved reference "keeps its slot and its weight, and its share
-            # of the traffic answers with a fixed 500".
-            self.local(500, backend.unresolved_reason or "backend reference not resolved")
-            return
-        picker = tables.picker(backend)
+        only = plan.only
+        if only is not None:
+            backend, bplan = only
+        else:
+            backend = cand.backends.pick()
+            bplan = plan.backends[id(backend)]
+            if not backend.resolved:
+                # Spec 003: an unresolved reference "keeps its slot and its weight, and its
+                # share of the traffic answers with a fixed 500".
+                self.local(500, backend.unresolved_reason or "backend reference not resolved")
+                return
+        # Tables.picker, inlined.
+        if bplan.own_picker:
+            picker = tables.own_pickers.get(id(backend))
+        else:
+            picker = tables.endpoints.get(backend.endpoints)
         if picker is None or not picker.origins:
             self.local(503, f"no ready endpoints for {backend.endpoints}")
             return
-        bplan = self.bplan = plan.backends[id(backend)]
+        self.bplan = bplan
         self.picker = picker
         self._build_head(cand, plan, bplan, host, path, query)
         if plan.mirrors or bplan.mirrors:

@@ -177,6 +177,36 @@ async def test_header_match_selects_the_rule() -> None:
         assert seen(await t.get(port))["headers"]["x-rule"] == ["stable"]
 
 
+async def test_a_request_repeated_is_routed_as_the_first_time() -> None:
+    # The data plane remembers routing answers per (port, Host, method, target): each of these
+    # differs from the others in one of them and must keep its own answer when repeated.
+    def tagged(name: str, **match: Any) -> t.Rule:
+        modifier = RequestHeaderModifier(set=(("x-rule", name),))
+        return t.rule(name, t.backend("echo"), match=Match(**match), filters=(modifier,))
+
+    rules = (
+        tagged("query", query=(ValueMatch("v", "1"),)),
+        tagged("post", method="POST"),
+        tagged("other", path=PathMatch(PathType.PATH_PREFIX, "/other")),
+        tagged("default"),
+    )
+    cases = [
+        ("GET", "/x?v=1", "example.com", "query"),
+        ("GET", "/x?v=2", "example.com", "default"),
+        ("POST", "/x?v=2", "example.com", "post"),
+        ("GET", "/other/x", "example.com", "other"),
+        ("GET", "/x?v=1", "unknown.example.net", "404"),
+    ]
+    async with echo_plane(*rules) as (port, _), t.client(port) as c:
+        for _ in range(2):
+            for method, target, host, want in cases:
+                length = "Content-Length: 0\r\n" if method == "POST" else ""
+                c.send(f"{method} {target} HTTP/1.1\r\nHost: {host}\r\n{length}\r\n".encode())
+                r = await c.response()
+                got = str(r.status) if r.status != 200 else seen(r)["headers"]["x-rule"][0]
+                assert got == want, (method, target, host)
+
+
 async def test_request_and_response_header_modifiers_fold_rule_then_backend() -> None:
     b = t.backend(
         "echo",

@@ -38,6 +38,7 @@ from coxswain_routing import (
     HostRoutes,
     ListenerProtocol,
     MirrorSampler,
+    Outcome,
     RequestHeaderModifier,
     RequestMirror,
     RequestRedirect,
@@ -86,6 +87,7 @@ class BackendPlan:
     response: BytesPlan
     rewrite: URLRewrite | None
     mirrors: tuple[Mirror, ...]
+    own_picker: bool = False  # dialled over TLS or h2c: `Tables.own_pickers` has its picker
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,10 @@ class RulePlan:
     cors: Cors | None
     mirrors: tuple[Mirror, ...]  # the rule's own: once per request, before the pick
     backends: dict[int, BackendPlan]  # by id() of the Backend object
+    # The rule's one backend slot taking traffic (weight above 0) with its plan, when it has
+    # exactly one and it resolved: no weighted pick, no plan lookup per request.
+    only: tuple[Backend, BackendPlan] | None = None
+    tests_headers: bool = False  # a match tests request headers: no match memo on its port
     # The rule's timeouts and retry, read once here rather than through the rule per request.
     retries: int = 0  # retry.attempts
     retry_codes: frozenset[int] = frozenset()
@@ -122,6 +128,7 @@ def _backend_plan(rule: Rule, backend: Backend) -> BackendPlan:
         response=bytes_plan(fold_header_modifiers(_of(filters, ResponseHeaderModifier))),
         rewrite=rewrites[-1] if rewrites else None,
         mirrors=_mirrors(backend.filters),
+        own_picker=_needs_own_picker(backend),
     )
 
 
@@ -141,6 +148,12 @@ def rule_plan(rule: Rule) -> RulePlan:
     redirects = _of(rule.filters, RequestRedirect)
     cors = _of(rule.filters, Cors)
     mirrors = _mirrors(rule.filters)
+    backends = {id(b): _backend_plan(rule, b) for b in rule.backends}
+    # The weighted pick (coxswain_routing) only ever picks slots weighted above 0.
+    taking = [b for b in rule.backends if b.weight > 0]
+    only = None
+    if len(taking) == 1 and taking[0].resolved:
+        only = (taking[0], backends[id(taking[0])])
     return RulePlan(
         route=f"{rule.id.kind}/{rule.id.namespace}/{rule.id.name}",
         redirect=redirects[0] if redirects else None,
@@ -148,7 +161,9 @@ def rule_plan(rule: Rule) -> RulePlan:
         response=bytes_plan(fold_header_modifiers(_of(rule.filters, ResponseHeaderModifier))),
         cors=cors[0] if cors else None,
         mirrors=mirrors,
-        backends={id(b): _backend_plan(rule, b) for b in rule.backends},
+        backends=backends,
+        only=only,
+        tests_headers=any(m.headers for m in rule.matches),
         retries=rule.retry.attempts,
         retry_codes=frozenset(rule.retry.codes),
         backoff=rule.retry.backoff_ms / 1000,
@@ -182,6 +197,13 @@ class Tables:
     # What these tables were compiled from, by key: the next compile reuses what it is handed
     # again, and holding them keeps every id() above valid.
     sources: dict[str, Resource] = field(default_factory=dict)
+    # The match memo (`forward`): (port, Host, method, request target) -> (outcome, path, query)
+    # for the requests these tables routed already. Routing is a function of those and of the
+    # headers, so ports where some match tests headers keep no memo.
+    memo: dict[tuple[int, bytes, bytes, bytes], tuple[Outcome, str, str]] = field(
+        default_factory=dict
+    )
+    no_memo: frozenset[int] = frozenset()
 
     def picker(self, backend: Backend) -> EndpointPicker | None:
         if backend.tls is None and backend.protocol is not BackendProtocol.H2C:
@@ -231,17 +253,20 @@ class _Reuse:
         return self.sources.get(key) is resource
 
 
-def _plans(routes: dict[str, HostRoutes], reuse: _Reuse) -> dict[int, RulePlan]:
+def _plans(
+    routes: dict[str, HostRoutes], reuse: _Reuse
+) -> tuple[dict[int, RulePlan], frozenset[int]]:
+    """The rule plans, and the ports where some match tests headers."""
     before = reuse.previous.plans if reuse.previous is not None else {}
     plans: dict[int, RulePlan] = {}
+    headers: set[int] = set()
     for key, resource in routes.items():
-        if reuse.kept(key, resource):
-            for rule in resource.rules:
-                plans[id(rule)] = before[id(rule)]
-        else:
-            for rule in resource.rules:
-                plans[id(rule)] = rule_plan(rule)
-    return plans
+        kept = reuse.kept(key, resource)
+        for rule in resource.rules:
+            plan = plans[id(rule)] = before[id(rule)] if kept else rule_plan(rule)
+            if plan.tests_headers:
+                headers.add(resource.bind_port)
+    return plans, frozenset(headers)
 
 
 def _needs_own_picker(backend: Backend) -> bool:
@@ -319,13 +344,15 @@ def compile_tables(
         routes = _of_kind(keyed, HostRoutes)
         sets = _of_kind(keyed, EndpointSet)
         listed = list(keyed.values())
+        plans, header_ports = _plans(routes, reuse)
         return Tables(
             router=compile_router(listed, previous.router if previous is not None else None),
-            plans=_plans(routes, reuse),
+            plans=plans,
             endpoints=_endpoints(sets, reuse),
             own_pickers=_own_pickers(routes, sets, reuse),
             tls=_tls_stores(_of_kind(keyed, TlsStore), reuse),
             ports=_ports(listed, ingress),
             version=version,
             sources=keyed,
+            no_memo=header_ports,
         )
