@@ -7,7 +7,8 @@ an `upstream.UpstreamConnection`, which calls `response_head`/`response_body`/
 `response_complete` back; everything is callbacks: no task, no await, no lock on the hot path.
 
 The response is collected in `out` while the upstream's bytes are parsed and written to the
-client in one `write()` per read (`flush`), so a small response costs one system call
+client in one `write()` per read (`flush`, through the worker's `outbox`, which makes it once
+the loop's batch of events is handled), so a small response costs one system call
 (toolchain.md: two writes per message cost a fifth of the throughput). The head goes into `out`
 as pieces (`heads.client_response_fields`, from the fields the upstream connection sorted as
 they arrived), so that write's join is the only copy of it.
@@ -292,6 +293,7 @@ class Attempts:
             return
         self.out.append(rest)
         self.flush()
+        self.conn.outbox.flush()  # from here the tunnel writes directly: what is held goes first
         self._cancel()
         self.finished = True
         upstream.exchange = None
@@ -309,7 +311,7 @@ class Attempts:
             conn = self.conn
             transport = conn.transport
             if transport is not None and not conn.closed:
-                transport.write(data)
+                conn.outbox.write(transport, data)
 
     def pause_upstream(self) -> None:
         if self.upstream is not None:
@@ -337,7 +339,7 @@ class Attempts:
             data = out[0] if len(out) == 1 else b"".join(out)
             out.clear()
             if conn.transport is not None and not conn.closed:
-                conn.transport.write(data)
+                conn.outbox.write(conn.transport, data)
         if self.attempt_timer is not None or self.request_timer is not None:
             self._cancel()
         conn.finished(self, self.keep_alive)

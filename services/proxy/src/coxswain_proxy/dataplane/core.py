@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coxswain_proxy.dataplane import mirror, tables
+from coxswain_proxy.dataplane import mirror, outbox, tables
 from coxswain_proxy.dataplane.listeners import Listeners
 from coxswain_proxy.dataplane.runtime import Config, Runtime
 from coxswain_proxy.dataplane.upstream import Connector
@@ -62,7 +62,7 @@ class Dataplane:
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> Dataplane:
-        connector = Connector(self.options.config)
+        connector = Connector(self.options.config, outbox.Outbox(asyncio.get_running_loop()))
         self.rt = Runtime(self.options.config, connector)
         self.listeners = Listeners(
             self.rt,

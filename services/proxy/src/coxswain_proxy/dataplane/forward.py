@@ -279,9 +279,9 @@ class Exchange(Attempts):
         self.status = status
         self.response_started = self.response_done = True
         self.discarding = True
-        transport = self.conn.transport
-        if transport is not None and not self.conn.closed:
-            transport.write(data)
+        conn = self.conn
+        if conn.transport is not None and not conn.closed:
+            conn.outbox.write(conn.transport, data)
         self.conn.rt.stats.request(self.route, status)
         if self.request_done or not self.keep_alive:
             self._finish()

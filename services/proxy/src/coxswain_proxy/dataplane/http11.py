@@ -34,7 +34,7 @@ class HttpConnection(asyncio.Protocol):
         "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
         "current", "queue", "parsing", "url", "headers", "size", "host", "clock",
         "last_active", "head_started", "closed", "tunnel", "write_paused", "drain", "forwarded",
-        "limit",
+        "limit", "outbox",
     )  # fmt: skip
 
     def __init__(self, rt: Runtime, port: int, scheme: str) -> None:
@@ -63,6 +63,7 @@ class HttpConnection(asyncio.Protocol):
         self.drain = False  # its listener was removed: close after the request in flight
         self.forwarded = b""  # heads.forwarded_tail: fixed for the connection, built once
         self.limit = rt.config.max_header_bytes
+        self.outbox = rt.outbox  # what goes to the client goes through it, in order
 
     # ------------------------------------------------------------------ connection lifetime
 
@@ -132,13 +133,14 @@ class HttpConnection(asyncio.Protocol):
         if self.transport is None or self.closed:
             return
         if self.current is None or not self.current.response_started:
-            self.transport.write(responses.canned(status, close=True))
+            self.outbox.write(self.transport, responses.canned(status, close=True))
         self.rt.stats.request(forward.NO_ROUTE, status)
         self.close()
 
     def close(self) -> None:
         if self.transport is not None and not self.closed:
             self.closed = True
+            self.outbox.flush()  # what was sent before goes out before the close
             self.transport.close()
 
     def sweep(self, now: float) -> None:

@@ -15,6 +15,7 @@ from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.pool import Limits
 
 if TYPE_CHECKING:
+    from coxswain_proxy.dataplane.outbox import Outbox
     from coxswain_proxy.dataplane.tables import Tables
     from coxswain_proxy.dataplane.upstream import Connector
 
@@ -47,6 +48,7 @@ class Runtime:
         "loop",
         "draining",
         "idle",
+        "outbox",
     )
 
     def __init__(self, config: Config, connector: Connector) -> None:
@@ -58,3 +60,4 @@ class Runtime:
         self.loop = asyncio.get_running_loop()
         self.draining = False  # shutting down: finish in-flight requests, keep no connection
         self.idle = asyncio.Event()  # set when draining and the last connection has closed
+        self.outbox: Outbox = connector.outbox  # every client and upstream write goes here

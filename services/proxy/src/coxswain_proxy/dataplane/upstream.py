@@ -8,6 +8,7 @@ closes is dropped from the pool: a backend may close keep-alives whenever it lik
 
 The parser hands each response field straight to the connection's `heads.ResponseFields`, which
 sorts it once (passes on, or hop-by-hop); the head's size is bounded per read, not per field.
+Requests go out through the worker's `outbox.Outbox`, like everything sent to clients.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import httptools
 from coxswain_proxy.dataplane import errors, flow, heads
 from coxswain_proxy.dataplane.endpoints import Origin, is_h2c, tls_arguments
 from coxswain_proxy.dataplane.h2c import H2cConnection
+from coxswain_proxy.dataplane.outbox import Outbox
 from coxswain_proxy.dataplane.pool import Limits, Pool
 
 if TYPE_CHECKING:
@@ -83,7 +85,7 @@ def _parser(connection: UpstreamConnection) -> httptools.HttpResponseParser:
 class UpstreamConnection(asyncio.Protocol):
     __slots__ = (
         "connector", "origin", "transport", "parser", "gate", "exchange", "fields", "size",
-        "head_only", "closed", "tunnel", "limit",
+        "head_only", "closed", "tunnel", "limit", "outbox",
     )  # fmt: skip
 
     def __init__(self, connector: Connector, origin: Origin) -> None:
@@ -101,6 +103,7 @@ class UpstreamConnection(asyncio.Protocol):
         self.closed = False
         self.tunnel: asyncio.Transport | None = None
         self.limit = connector.config.max_upstream_header_bytes
+        self.outbox = connector.outbox
 
     def bind(self, exchange: Bound, head_only: bool) -> None:
         self.exchange = exchange
@@ -110,7 +113,7 @@ class UpstreamConnection(asyncio.Protocol):
 
     def write(self, data: bytes) -> None:
         if self.transport is not None and not self.closed:
-            self.transport.write(data)
+            self.outbox.write(self.transport, data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses: a cast, not an isinstance.
@@ -212,8 +215,9 @@ class UpstreamConnection(asyncio.Protocol):
 class Connector:
     """Hands out pooled connections per origin, opening new ones as the pool allows."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, outbox: Outbox) -> None:
         self.config = config
+        self.outbox = outbox  # the worker's: upstream connections write through it
         self.pool: Pool[UpstreamConnection, Waiter] = Pool(config.pool)
         self._loop = asyncio.get_running_loop()
         self._opening: set[asyncio.Task[None]] = set()
