@@ -33,6 +33,7 @@ IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"PUT", b"DELETE", b"TRACE"
 NO_BODY_STATUS = frozenset({204, 304})
 HEAD = b"HEAD"
 HTTP10 = "1.0"
+HTTP11 = "1.1"
 KEEP_ALIVE_10 = b"connection: keep-alive\r\n\r\n"
 CHUNKED_END = responses.CHUNKED + b"\r\n"
 CHUNKED_CLOSE_END = responses.CHUNKED + responses.CLOSE + b"\r\n"

@@ -27,14 +27,17 @@ from coxswain_proxy.dataplane.runtime import Runtime
 log = logging.getLogger(__name__)
 
 HOST = b"host"
+# The fields llhttp reads a request's keep-alive from (RFC 9112 §9.3; Proxy-Connection as
+# browsers once sent it).
+_CONNECTION_FIELDS = (b"connection", b"proxy-connection")
 
 
 class HttpConnection(asyncio.Protocol):
     __slots__ = (
         "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
-        "current", "queue", "parsing", "url", "headers", "size", "host", "clock",
-        "last_active", "head_started", "closed", "tunnel", "write_paused", "drain", "forwarded",
-        "limit", "outbox",
+        "current", "queue", "parsing", "url", "headers", "size", "host", "says_connection",
+        "clock", "last_active", "head_started", "closed", "tunnel", "write_paused", "drain",
+        "forwarded", "limit", "outbox",
     )  # fmt: skip
 
     def __init__(self, rt: Runtime, port: int, scheme: str) -> None:
@@ -54,6 +57,7 @@ class HttpConnection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.size = 0  # bytes of request line and headers so far
         self.host: bytes | None = None  # its Host field; forward.MANY_HOSTS after a second one
+        self.says_connection = False  # it has a Connection or Proxy-Connection field
         self.clock = rt.loop.time
         self.last_active = self.clock()
         self.head_started = 0.0  # when the current request's first byte came; 0: between requests
@@ -169,16 +173,28 @@ class HttpConnection(asyncio.Protocol):
             raise errors.HeadersTooLarge()
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        size = self.size = self.size + len(name) + len(value) + 4
+        length = len(name)
+        size = self.size = self.size + length + len(value) + 4
         if size > self.limit:
             raise errors.HeadersTooLarge()
         self.headers.append((name, value))
-        if len(name) == 4 and name.lower() == HOST:
-            self.host = value if self.host is None else forward.MANY_HOSTS
+        if length == 4:
+            if name.lower() == HOST:
+                self.host = value if self.host is None else forward.MANY_HOSTS
+        elif (length == 10 or length == 16) and name.lower() in _CONNECTION_FIELDS:
+            self.says_connection = True
 
     def on_headers_complete(self) -> None:
         self.head_started = 0.0
         parser = self.parser
+        keep_alive = parser.should_keep_alive()
+        # llhttp keeps HTTP/1.1 open unless a Connection field says close, and HTTP/1.0 only
+        # when one says keep-alive: kept open without one, the request is HTTP/1.1, and the
+        # version (a string the parser formats anew each time) need not be asked.
+        if keep_alive and not self.says_connection:
+            version = attempts.HTTP11
+        else:
+            version = parser.get_http_version()
         # The head goes to its exchange whole: a request waiting its turn keeps its own Host
         # while the ones pipelined behind it are parsed.
         exchange = forward.Exchange(
@@ -186,12 +202,13 @@ class HttpConnection(asyncio.Protocol):
             parser.get_method(),
             self.url,
             self.headers,
-            parser.get_http_version(),
-            parser.should_keep_alive(),
+            version,
+            keep_alive,
             parser.should_upgrade(),
             self.host,
         )
         self.url, self.headers, self.size, self.host = b"", [], 0, None
+        self.says_connection = False
         self.parsing = exchange
         if self.current is None:
             self.current = exchange

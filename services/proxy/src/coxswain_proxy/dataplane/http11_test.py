@@ -85,6 +85,30 @@ async def test_pipelined_requests_are_each_routed_by_their_own_host() -> None:
         assert [r.status for r in got] == [200, 404, 200]
 
 
+@pytest.mark.parametrize(
+    ("request_line", "fields", "keeps_open"),
+    [
+        pytest.param("HTTP/1.1", "", "", id="http-1.1-needs-no-word"),
+        pytest.param("HTTP/1.0", "Connection: keep-alive\r\n", "keep-alive", id="http-1.0-asks"),
+        pytest.param(
+            "HTTP/1.0", "Proxy-Connection: keep-alive\r\n", "keep-alive", id="http-1.0-old-spelling"
+        ),
+        pytest.param("HTTP/1.1", "Proxy-Connection: keep-alive\r\n", "", id="http-1.1-either-way"),
+    ],
+)
+async def test_a_kept_connection_is_announced_only_to_http_1_0(
+    request_line: str, fields: str, keeps_open: str
+) -> None:
+    # RFC 9112 §9.3: HTTP/1.1 is persistent by default; an HTTP/1.0 client keeps a connection
+    # only when told so: the answer says "keep-alive" to it, and to no one else.
+    async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _), t.client(port) as c:
+        for _ in range(2):
+            c.send(f"GET / {request_line}\r\nHost: example.com\r\n{fields}\r\n".encode())
+            response = await c.response()
+            assert response.status == 200
+            assert (response.header("connection") or "") == keeps_open
+
+
 async def test_forwarded_headers_set_and_hop_by_hop_removed() -> None:
     async with echo_plane(t.rule("r", t.backend("echo"))) as (port, _):
         extra = (
