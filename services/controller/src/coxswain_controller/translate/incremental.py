@@ -12,12 +12,9 @@ checks it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from coxswain_controller.translate.inputs import KINDS, Inputs, Obj, Options, equivalent
+from coxswain_controller.translate.inputs import KINDS, Inputs, Options
 from coxswain_controller.translate.memo import RouteMemo
-from coxswain_controller.translate.pipeline import PATCHABLE, Pass
+from coxswain_controller.translate.pipeline import PATCHABLE, Pass, changed_keys
 from coxswain_controller.translate.result import TranslateResult
 
 __all__ = ["Translator"]
@@ -65,23 +62,13 @@ def _changed_kinds(before: Inputs, after: Inputs) -> set[str]:
 
     Translation never reads `status` or `metadata.resourceVersion`/`managedFields`, and this
     controller's own status writes change nothing else: a Gateway's status write would otherwise
-    cost a full pass. HTTPRoutes and EndpointSlices are compared object by object in the patch.
+    cost a full pass. Patchable kinds are compared object by object in the patch itself.
     """
     changed = set()
     for kind in KINDS:
         old, new = before.table(kind), after.table(kind)
         if old is new:
             continue
-        if kind in PATCHABLE or not _equivalent_tables(old, new):
+        if kind in PATCHABLE or changed_keys(old, new):
             changed.add(kind)
     return changed
-
-
-def _equivalent_tables(old: Mapping[Any, Obj], new: Mapping[Any, Obj]) -> bool:
-    if len(old) != len(new):
-        return False
-    for key, obj in new.items():
-        held = old.get(key)
-        if held is not obj and (held is None or not equivalent(held, obj)):
-            return False
-    return True

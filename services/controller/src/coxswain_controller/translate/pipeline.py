@@ -47,7 +47,7 @@ from coxswain_controller.translate.result import (
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import Listener, TlsCertificate
 
-__all__ = ["PATCHABLE", "Pass", "translate"]
+__all__ = ["PATCHABLE", "Pass", "changed_keys", "translate"]
 
 # The kinds a `Pass` can absorb a change to without running every stage again.
 PATCHABLE = frozenset({HTTP_ROUTE, "EndpointSlice", "Service"})
@@ -128,7 +128,7 @@ class Pass:
         change to the route itself (withdrawn, then translated anew). Ingress contributions are
         not kept apart, so a Service an Ingress names declines the patch.
         """
-        services = _changed(self.inputs.table("Service"), inputs.table("Service"))
+        services = changed_keys(self.inputs.table("Service"), inputs.table("Service"))
         if services & self._ingress_services:
             return False
         old: Mapping[tuple[str, str], Obj] = self.inputs.table(HTTP_ROUTE)
@@ -191,7 +191,7 @@ class Pass:
         )
 
 
-def _changed(
+def changed_keys(
     old: Mapping[tuple[str, str], Obj], new: Mapping[tuple[str, str], Obj]
 ) -> set[tuple[str, str]]:
     """The keys whose object was added, removed or changed other than in status."""
