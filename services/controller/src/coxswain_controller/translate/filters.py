@@ -4,8 +4,11 @@ Spec 003 "Filters": "A filter this build cannot honor — ExtensionRef, ..., a r
 type, a malformed hostname, header, scheme, port or status — makes the route not served until
 it is fixed, because ignoring a filter would serve the route wrongly rather than partially."
 The one partial failure: a RequestMirror whose reference does not resolve is dropped and the
-route's ResolvedRefs is False. Checks a filter can make on its own (a header named twice, a
-redirect status) are the model's `Rule.validate`, run on the compiled rule.
+route's ResolvedRefs is False. Every value a filter would put on the wire (header names and
+values, hostnames, paths, scheme, port, status, CORS lists) is checked by `wire_values` before
+the filter is converted; a filter with a malformed value is refused and not converted. Checks
+across a filter's values (a header named twice) are the model's `Rule.validate`, run on the
+compiled rule.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from coxswain_controller.translate.backends import BackendResolver
 from coxswain_controller.translate.conditions import Reason
+from coxswain_controller.translate.wire_values import filter_problems
 from coxswain_routing import (
     Cors,
     Filter,
@@ -80,6 +84,10 @@ def _convert(
     route_namespace: str,
 ) -> list[Filter]:
     at = f"filters[{index}]"
+    malformed = filter_problems(kind, entry)
+    if malformed:
+        result.refused += [f"{at}.{problem}" for problem in malformed]
+        return []
     if kind == "RequestHeaderModifier":
         return _headers(entry.get("requestHeaderModifier") or {}, RequestHeaderModifier)
     if kind == "ResponseHeaderModifier":
