@@ -18,9 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coxswain_controller.translate import Inputs, Options, TranslateResult, translate
+from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.goldens import TESTDATA, case_options
 from coxswain_controller.translate.incremental import Translator
-from coxswain_controller.translate.result import GatewayVerdict
+from coxswain_controller.translate.result import GatewayVerdict, RouteVerdict
 
 CASES = sorted(p for p in TESTDATA.iterdir() if (p / "input.yaml").exists())
 Tables = dict[str, dict[tuple[str, str], Any]]
@@ -100,6 +101,34 @@ def test_a_change_to_another_kind_translates_afresh_then_patching_resumes() -> N
         translator, {**_with_routes(tables, routes), "EndpointSlice": slices, "Service": services}
     )
     assert translator.patched == 3  # and so does a Service no Ingress names
+
+
+def test_a_route_edited_to_carry_a_crlf_header_value_stops_being_served() -> None:
+    # Issue 12: a value that would split a header on the wire refuses the route on the patch
+    # that sees it, exactly as a fresh pass does, and the route is served again once fixed.
+    tables = _tables(TESTDATA / "filters-malformed-values")
+    routes = tables["HTTPRoute"]
+    key = ("shop", "valid")
+    translator = Translator(Options())
+    _step(translator, tables)
+    injected = copy.deepcopy(routes[key])
+    header = injected["spec"]["rules"][0]["filters"][0]["requestHeaderModifier"]["set"][0]
+    header["value"] = "prod\r\nX-Injected: yes"
+    edited = _with_routes(tables, {**routes, key: injected})
+    result = translator.translate(Inputs(edited))
+    _same(result, translate(Inputs(edited)))
+    without = {k: v for k, v in routes.items() if k != key}
+    assert result.snapshots == translate(Inputs(_with_routes(tables, without))).snapshots
+    verdict = next(
+        v for v in result.verdicts if isinstance(v, RouteVerdict) and v.ref.name == "valid"
+    )
+    accepted = verdict.parents[0].conditions[0]
+    assert (accepted.status, accepted.reason) == (False, Reason.UNSUPPORTED_VALUE)
+    assert accepted.message == (
+        "rules[0].filters[0].requestHeaderModifier.set[0].value: contains CR, LF or NUL"
+    )
+    _step(translator, _with_routes(tables, dict(routes)))
+    assert translator.patched == 2
 
 
 def test_a_service_an_ingress_names_translates_afresh() -> None:
