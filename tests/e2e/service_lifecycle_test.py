@@ -42,10 +42,14 @@ SERVICES = {
             "127.0.0.1",
             "--port",
             "0",
+            "--admin-address",
+            "127.0.0.1",
+            "--admin-port",
+            "0",
             "--controller-url",
             "http://127.0.0.1:9",
         ],
-        "ui listening",
+        "admin server listening",
     ),
 }
 

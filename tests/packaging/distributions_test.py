@@ -2,7 +2,8 @@
 
 Covers: one source of truth for each version (`_version.py` → wheel metadata), the services'
 `coxswain-<role>` console scripts, and the dependency edges between our own distributions (a
-service requires coxswain-proto/-routing only through what it imports, never another service).
+service requires coxswain-proto/-routing/-service only through what it imports, never another
+service).
 Leaves out running the scripts, which tests/e2e does from the PEX files.
 """
 
@@ -21,11 +22,13 @@ import coxswain_identity
 import coxswain_proto
 import coxswain_proxy
 import coxswain_routing
+import coxswain_service
 import coxswain_ui
 
 PACKAGES = {
     "coxswain-proto": coxswain_proto.__version__,
     "coxswain-routing": coxswain_routing.__version__,
+    "coxswain-service": coxswain_service.__version__,
     "coxswain-devkit": coxswain_devkit.__version__,
     "coxswain-controller": coxswain_controller.__version__,
     "coxswain-identity": coxswain_identity.__version__,

@@ -17,9 +17,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from coxswain_devkit import crds, logs
+from coxswain_devkit import crds
 from coxswain_devkit._version import __version__
 from coxswain_devkit.apiserver import ApiServer
+from coxswain_service import logs
 
 log = logging.getLogger("coxswain_devkit")
 

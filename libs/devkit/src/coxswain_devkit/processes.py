@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any
 
+from coxswain_service import logs
+
 LogLine = dict[str, Any]
 
 
@@ -176,13 +178,7 @@ class ServiceProcess:
             self._changed.notify_all()
 
     def _append(self, raw: bytes) -> None:
-        text = raw.decode(errors="replace").rstrip("\n")
-        try:
-            line = json.loads(text)
-        except ValueError:
-            line = {"raw": text}
-        if not isinstance(line, dict):
-            line = {"raw": text}
+        line = logs.parse_line(raw.decode(errors="replace").rstrip("\n"))
         with self._changed:
             self._lines.append(line)
             self._changed.notify_all()

@@ -7,10 +7,8 @@ what it would serve and write.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,9 +16,10 @@ from pathlib import Path
 import uvloop
 import yaml
 
-from coxswain_controller import admin, logs, runtime
+from coxswain_controller import runtime
 from coxswain_controller._version import __version__
 from coxswain_controller.translate import Options, goldens
+from coxswain_service import admin, logs, readiness, signals
 
 log = logging.getLogger("coxswain_controller")
 
@@ -30,9 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"coxswain-controller {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the controller")
-    serve.add_argument("--admin-address", default="0.0.0.0", help="admin listen address")
-    serve.add_argument("--admin-port", type=int, default=9090, help="admin port (0: any)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    admin.add_arguments(serve, port=9090)
     _kubernetes_flags(serve)
     _translation_flags(serve)
     _election_flags(serve)
@@ -148,19 +145,16 @@ def _translate_offline(args: argparse.Namespace) -> int:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    readiness = admin.Readiness()
-    runner = await admin.start(args.admin_address, args.admin_port, readiness)
-    running = runtime.Runtime(args, readiness)
+    waiting = readiness.Readiness()
+    server = admin.AdminServer(service="controller", version=__version__, readiness=waiting)
+    await server.start(args.admin_address, args.admin_port)
+    running = runtime.Runtime(args, waiting)
     await running.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     log.info("controller started", extra={"fields": {"version": __version__}})
-    await stop.wait()
+    await signals.wait()
     log.info("stopping")
     await running.stop()
-    await runner.cleanup()
+    await server.stop()
     log.info("stopped")
 
 

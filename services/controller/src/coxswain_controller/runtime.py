@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc.aio
 
-from coxswain_controller import admin, kubeclient
+from coxswain_controller import kubeclient
 from coxswain_controller.discovery import (
     ca_secret,
     credentials,
@@ -30,11 +30,13 @@ from coxswain_controller.discovery import (
 )
 from coxswain_controller.leader import election, pod
 from coxswain_controller.publish import Publisher
-from coxswain_controller.sources import supervisor, tasks
+from coxswain_controller.sources import supervisor
 from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.writer import StatusWriter
 from coxswain_controller.translate import Inputs, Options
 from coxswain_controller.translate.inputs import KINDS
+from coxswain_service import tasks
+from coxswain_service.readiness import Readiness
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,7 @@ DISCOVERY_GRACE_SECONDS = 2.0
 @dataclass
 class Runtime:
     args: argparse.Namespace
-    readiness: admin.Readiness
+    readiness: Readiness
     leadership: leadership.Leadership = field(default_factory=leadership.Leadership)
     registry: registry.SnapshotRegistry = field(default_factory=registry.SnapshotRegistry)
     nodes: nodes.NodeRegistry = field(default_factory=nodes.NodeRegistry)

@@ -21,7 +21,7 @@ from prometheus_client import REGISTRY
 
 from coxswain_devkit.apiserver import ThreadedApiServer
 from coxswain_devkit.pki import CertificateAuthority
-from coxswain_identity import admin, ca, service, trust
+from coxswain_identity import ca, service, trust
 from coxswain_identity.conftest import (
     CA_SECRET,
     NAMESPACE,
@@ -34,6 +34,7 @@ from coxswain_identity.conftest import (
     settings,
     token,
 )
+from coxswain_service.readiness import Readiness
 
 
 def _secret(authority: CertificateAuthority, **extra: bytes) -> dict[str, Any]:
@@ -66,7 +67,7 @@ async def test_replicas_starting_together_share_one_created_ca(
     api: ThreadedApiServer, core: Any, caplog: Any
 ) -> None:
     caplog.set_level(logging.INFO, logger="coxswain_identity")
-    replicas = [service.Service(settings(api), admin.Readiness()) for _ in range(2)]
+    replicas = [service.Service(settings(api), Readiness()) for _ in range(2)]
     try:
         await asyncio.gather(*(replica.start() for replica in replicas))
         a, b = [await eventually(replica.authority) for replica in replicas]
@@ -91,7 +92,7 @@ async def _one_ca(core: Any, replicas: list[service.Service], a: Any, b: Any) ->
 async def test_external_mode_fails_closed_until_the_secret_appears(
     api: ThreadedApiServer, core: Any
 ) -> None:
-    readiness = admin.Readiness()
+    readiness = Readiness()
     operator_ca = CertificateAuthority.create("operator CA")
     async with running(api, readiness, ca_mode=ca.Mode.EXTERNAL) as replica:
         await eventually(lambda: any("not found" in r for r in readiness.reasons))
@@ -160,7 +161,7 @@ async def test_an_unusable_secret_is_refused(api: ThreadedApiServer, core: Any) 
     body["data"]["tls.crt"] = base64.b64encode(leafy.certificate_pem).decode()
     body["data"]["tls.key"] = base64.b64encode(leafy.key_pem).decode()
     core.create_namespaced_secret(NAMESPACE, body)
-    readiness = admin.Readiness()
+    readiness = Readiness()
     async with running(api, readiness) as replica:
         await eventually(lambda: any("not a CA" in r for r in readiness.reasons))
         assert replica.authority() is None

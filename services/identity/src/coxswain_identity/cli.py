@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime
 import logging
 import re
-import signal
 from collections.abc import Sequence
 
 import uvloop
 
-from coxswain_identity import admin, ca, logs, server, service, serving, tokens
+from coxswain_identity import ca, server, service, serving, tokens
 from coxswain_identity._version import __version__
+from coxswain_service import admin, logs, readiness, signals
 
 log = logging.getLogger("coxswain_identity")
 
@@ -45,9 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"coxswain-identity {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the identity service")
-    serve.add_argument("--admin-address", default="0.0.0.0", help="admin listen address")
-    serve.add_argument("--admin-port", type=int, default=9091, help="admin port (0: any)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    admin.add_arguments(serve, port=9091)
     _identity_flags(serve)
     _kubernetes_flags(serve)
     return parser
@@ -100,21 +97,18 @@ def settings(args: argparse.Namespace) -> service.Settings:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    readiness = admin.Readiness()
-    runner = await admin.start(args.admin_address, args.admin_port, readiness)
-    identity = service.Service(settings(args), readiness)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    waiting = readiness.Readiness()
+    admin_server = admin.AdminServer(service="identity", version=__version__, readiness=waiting)
+    await admin_server.start(args.admin_address, args.admin_port)
+    identity = service.Service(settings(args), waiting)
     try:
         await identity.start()
         log.info("identity started", extra={"fields": {"version": __version__}})
-        await stop.wait()
+        await signals.wait()
         log.info("stopping")
     finally:
         await identity.stop()
-        await runner.cleanup()
+        await admin_server.stop()
     log.info("stopped")
 
 

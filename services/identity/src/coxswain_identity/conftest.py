@@ -22,8 +22,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from coxswain_devkit.apiserver import ThreadedApiServer
-from coxswain_identity import admin, ca, server, service, tokens
+from coxswain_identity import ca, server, service, tokens
 from coxswain_proto import identity, rpc
+from coxswain_service.readiness import Readiness
 
 NAMESPACE = "coxswain-system"
 CA_SECRET = ca.ObjectRef(NAMESPACE, "coxswain-discovery-ca")
@@ -94,9 +95,9 @@ def settings(api: ThreadedApiServer, **overrides: Any) -> service.Settings:
 
 @asynccontextmanager
 async def running(
-    api: ThreadedApiServer, readiness: admin.Readiness | None = None, **overrides: Any
+    api: ThreadedApiServer, readiness: Readiness | None = None, **overrides: Any
 ) -> AsyncIterator[service.Service]:
-    replica = service.Service(settings(api, **overrides), readiness or admin.Readiness())
+    replica = service.Service(settings(api, **overrides), readiness or Readiness())
     try:
         await replica.start()
         yield replica

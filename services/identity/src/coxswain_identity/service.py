@@ -22,18 +22,18 @@ import grpc.aio
 import kubernetes
 
 from coxswain_identity import (
-    admin,
     ca,
     ca_watch,
     errors,
     kube,
     server,
     serving,
-    tasks,
     tokens,
     trust,
 )
 from coxswain_proto import rpc
+from coxswain_service import tasks
+from coxswain_service.readiness import Readiness
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class Settings:
 class Service:
     """One replica. `start()` binds and begins following the CA; `stop()` undoes all of it."""
 
-    def __init__(self, settings: Settings, readiness: admin.Readiness) -> None:
+    def __init__(self, settings: Settings, readiness: Readiness) -> None:
         self.settings = settings
         self._readiness = readiness
         self._readiness.await_("listener", "IssueSvid listener not serving yet")

@@ -1,38 +1,18 @@
 """The UI's FastAPI application: health, readiness and metrics beside the pages.
 
 The UI is ready once it has reached the controller's API, since every page it serves is read
-from there; until then /readyz says which controller it is waiting for.
+from there; until then /readyz says which controller it is waiting for. The answers are the
+shared `coxswain_service.readiness` ones, so the page port and the admin port say the same.
 """
 
 from __future__ import annotations
 
 from fastapi import FastAPI, Response
 from fastapi.responses import PlainTextResponse
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Gauge, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from coxswain_service.readiness import Readiness
 from coxswain_ui._version import __version__
-
-BUILD_INFO = Gauge(
-    "coxswain_build_info", "The running build of this Coxswain service.", ["service", "version"]
-)
-BUILD_INFO.labels(service="ui", version=__version__).set(1)
-
-
-class Readiness:
-    """What the UI still waits for before its pages can show anything."""
-
-    def __init__(self) -> None:
-        self._awaited: dict[str, str] = {}
-
-    def await_(self, key: str, reason: str) -> None:
-        self._awaited[key] = reason
-
-    def satisfy(self, key: str) -> None:
-        self._awaited.pop(key, None)
-
-    @property
-    def reasons(self) -> list[str]:
-        return list(self._awaited.values())
 
 
 def create(readiness: Readiness) -> FastAPI:
@@ -44,11 +24,8 @@ def create(readiness: Readiness) -> FastAPI:
 
     @app.get("/readyz", response_class=PlainTextResponse)
     async def readyz(response: Response) -> str:
-        reasons = readiness.reasons
-        if reasons:
-            response.status_code = 503
-            return "not ready: " + "; ".join(reasons) + "\n"
-        return "ok\n"
+        response.status_code, text = readiness.readyz()
+        return text
 
     @app.get("/metrics")
     async def metrics() -> Response:

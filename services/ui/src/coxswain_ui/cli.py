@@ -1,19 +1,22 @@
-"""`coxswain-ui`: the command line. `serve` runs the operator UI until SIGTERM."""
+"""`coxswain-ui`: the command line. `serve` runs the operator UI until SIGTERM.
+
+The pages are served on `--address`/`--port`; like every service, the UI also runs the shared
+admin server on `--admin-address`/`--admin-port`, so probes and scrapes look alike everywhere.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import logging
-import signal
 import socket
 from collections.abc import Iterator, Sequence
 
 import uvicorn
 import uvloop
 
-from coxswain_ui import app, controller_probe, logs
+from coxswain_service import admin, logs, readiness, signals, tasks
+from coxswain_ui import app, controller_probe
 from coxswain_ui._version import __version__
 
 log = logging.getLogger("coxswain_ui")
@@ -24,12 +27,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"coxswain-ui {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the operator UI")
-    serve.add_argument("--address", default="0.0.0.0", help="listen address")
-    serve.add_argument("--port", type=int, default=8080, help="listen port (0: any)")
+    serve.add_argument("--address", default="0.0.0.0", help="the pages' listen address")
+    serve.add_argument("--port", type=int, default=8080, help="the pages' port (0: any)")
     serve.add_argument(
         "--controller-url", default="http://coxswain-controller:9090", help="controller admin API"
     )
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    admin.add_arguments(serve, port=9093)
     return parser
 
 
@@ -42,30 +45,31 @@ class _Server(uvicorn.Server):
 
 
 async def serve(args: argparse.Namespace) -> None:
-    readiness = app.Readiness()
-    readiness.await_("controller", f"controller API at {args.controller_url} not reached yet")
+    waiting = readiness.Readiness()
+    waiting.await_("controller", f"controller API at {args.controller_url} not reached yet")
+    admin_server = admin.AdminServer(service="ui", version=__version__, readiness=waiting)
+    await admin_server.start(args.admin_address, args.admin_port)
     # Bind here rather than in uvicorn so the real port (with --port 0) can be logged.
     sock = socket.create_server((args.address, args.port))
     config = uvicorn.Config(
-        app.create(readiness),
+        app.create(waiting),
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=1,
     )
     server = _Server(config)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
-    probe = asyncio.create_task(controller_probe.watch(args.controller_url, readiness))
+    signals.on_stop(lambda: setattr(server, "should_exit", True))
+    probe = tasks.spawn(
+        controller_probe.watch(args.controller_url, waiting), name="controller-probe"
+    )
     address, port = sock.getsockname()[:2]
     log.info("ui listening", extra={"fields": {"address": address, "port": port}})
     log.info("ui started", extra={"fields": {"version": __version__}})
     try:
         await server.serve(sockets=[sock])
     finally:
-        probe.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await probe
+        await tasks.cancel(probe)
+        await admin_server.stop()
     log.info("stopped")
 
 

@@ -7,7 +7,7 @@ import logging
 
 import aiohttp
 
-from coxswain_ui.app import Readiness
+from coxswain_service.readiness import Readiness
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,9 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from coxswain_controller.sources import backoff, cache, kinds, kube, probe, reflector, tasks
+from coxswain_controller.sources import backoff, cache, kinds, kube, probe, reflector
 from coxswain_controller.sources.reflector import WatchSettings
+from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
 
