@@ -26,7 +26,14 @@ from coxswain_routing._model import __all__ as _model_all
 from coxswain_routing._paths import normalize_path, prefix_covers
 from coxswain_routing._version import __version__
 from coxswain_routing._weighted import MirrorSampler, WeightedRoundRobin
-from coxswain_routing._wire import WireError, from_wire, resource_hash, snapshot_version, to_wire
+from coxswain_routing._wire import (
+    UnsafeValue,
+    WireError,
+    from_wire,
+    resource_hash,
+    snapshot_version,
+    to_wire,
+)
 
 __all__ = [
     *_model_all,
@@ -60,6 +67,7 @@ __all__ = [
     "MirrorSampler",
     "WeightedRoundRobin",
     # wire
+    "UnsafeValue",
     "WireError",
     "from_wire",
     "resource_hash",

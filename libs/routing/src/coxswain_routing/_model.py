@@ -4,7 +4,9 @@ Where it sits: the controller's translate stage builds these from Kubernetes obj
 carries them to the proxy; `_matcher` compiles them into the per-request lookup. Every type is a
 frozen, slotted dataclass so a snapshot can be shared across requests without copies or locks.
 `validate()` returns named problems instead of raising, so the controller can turn each one
-into a status condition naming the object and field.
+into a status condition naming the object and field. Of those, `value_problems()` are the ones
+a value that reaches an HTTP head has (`_values`: a header value carrying CR LF, a path with a
+space): `from_wire` refuses those too, so no snapshot however made gets one to the proxy.
 
 A snapshot is a set of *resources* (`HostRoutes`, `TlsStore`, `ClientCaStore`,
 `GatewayListeners`, `StreamRoute`, `EndpointSet`), each with a canonical `key`.
@@ -13,8 +15,11 @@ A snapshot is a set of *resources* (`HostRoutes`, `TlsStore`, `ClientCaStore`,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from coxswain_routing import _values
 
 __all__ = [
     "Backend",
@@ -172,6 +177,11 @@ class Match:
         return problems
 
 
+def _found(at: str, message: str | None) -> list[Problem]:
+    """A `_values` verdict as problems of the field at `at`."""
+    return [] if message is None else [Problem(at, message)]
+
+
 def _regex_problems(pattern: str, at: str) -> list[Problem]:
     try:
         re.compile(pattern)
@@ -200,6 +210,16 @@ class HeaderModifier:
             if name.lower() in seen:
                 problems.append(Problem(at, f"header {name!r} is named more than once"))
             seen.add(name.lower())
+        return problems + self.value_problems(at)
+
+    def value_problems(self, at: str) -> list[Problem]:
+        problems: list[Problem] = []
+        for op, pairs in (("set", self.set), ("add", self.add)):
+            for i, (name, value) in enumerate(pairs):
+                problems += _found(f"{at}.{op}[{i}].name", _values.header_name(name))
+                problems += _found(f"{at}.{op}[{i}].value", _values.field_value(value))
+        for i, name in enumerate(self.remove):
+            problems += _found(f"{at}.remove[{i}]", _values.header_name(name))
         return problems
 
 
@@ -223,11 +243,39 @@ class PathModifier:
     type: PathModifierType
     value: str  # the full path, or the prefix replacement ("" replaces the prefix with "/")
 
+    def value_problems(self, at: str) -> list[Problem]:
+        # "" is the root ("/") for either type.
+        at = f"{at}.{_PATH_FIELD[self.type]}"
+        return _found(at, _values.path(self.value)) if self.value else []
+
+
+# The field each type is written in, as the Gateway API's HTTPPathModifier names it.
+_PATH_FIELD = {
+    PathModifierType.REPLACE_FULL_PATH: "replaceFullPath",
+    PathModifierType.REPLACE_PREFIX_MATCH: "replacePrefixMatch",
+}
+
+
+def _host_problems(hostname: str, at: str) -> list[Problem]:
+    return _found(at, _values.hostname(hostname)) if hostname else []
+
+
+def _path_problems(path: PathModifier | None, at: str) -> list[Problem]:
+    return [] if path is None else path.value_problems(at)
+
 
 @dataclass(frozen=True, slots=True)
 class URLRewrite:
     hostname: str = ""  # "" keeps the request's Host
     path: PathModifier | None = None
+
+    def validate(self, at: str) -> list[Problem]:
+        return self.value_problems(at)
+
+    def value_problems(self, at: str) -> list[Problem]:
+        return _host_problems(self.hostname, f"{at}.hostname") + _path_problems(
+            self.path, f"{at}.path"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,11 +287,17 @@ class RequestRedirect:
     status_code: int = 302
 
     def validate(self, at: str) -> list[Problem]:
-        if self.status_code not in (301, 302, 303, 307, 308):
-            return [Problem(f"{at}.statusCode", f"unsupported status {self.status_code}")]
-        if self.scheme not in ("", "http", "https"):
-            return [Problem(f"{at}.scheme", f"unsupported scheme {self.scheme!r}")]
-        return []
+        return self.value_problems(at)
+
+    def value_problems(self, at: str) -> list[Problem]:
+        # Each of these is a piece of the Location header (or the status line) answered.
+        return [
+            *_found(f"{at}.statusCode", _values.redirect_status(self.status_code)),
+            *_found(f"{at}.scheme", _values.scheme(self.scheme)),
+            *_host_problems(self.hostname, f"{at}.hostname"),
+            *_found(f"{at}.port", _values.port(self.port)),
+            *_path_problems(self.path, f"{at}.path"),
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,10 +307,20 @@ class RequestMirror:
     denominator: int = 100
 
     def validate(self, at: str) -> list[Problem]:
+        problems = []
         if self.denominator <= 0 or not 0 < self.numerator <= self.denominator:
             fraction = f"{self.numerator}/{self.denominator}"
-            return [Problem(at, f"mirror fraction {fraction} copies nothing or is invalid")]
-        return []
+            problems.append(Problem(at, f"mirror fraction {fraction} copies nothing or is invalid"))
+        return problems + self.value_problems(at)
+
+    def value_problems(self, at: str) -> list[Problem]:
+        # The mirror's backend applies no filters of its own, but a snapshot holding a bad
+        # value anywhere is refused whole: nothing is left for a later change to start using.
+        return [
+            p
+            for i, flt in enumerate(self.backend.filters)
+            for p in flt.value_problems(f"{at}.backendRef.filters[{i}]")
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +331,24 @@ class Cors:
     allow_headers: tuple[str, ...] = ()
     expose_headers: tuple[str, ...] = ()
     max_age_seconds: int = 5
+
+    def validate(self, at: str) -> list[Problem]:
+        return self.value_problems(at)
+
+    def value_problems(self, at: str) -> list[Problem]:
+        problems: list[Problem] = []
+        for i, origin in enumerate(self.allow_origins):
+            problems += _found(f"{at}.allowOrigins[{i}]", _values.cors_origin(origin))
+        # RFC 9110 §9.1: method = token; §5.1: field-name = token. Fetch allows "*" for each.
+        lists = (
+            ("allowMethods", self.allow_methods, "method"),
+            ("allowHeaders", self.allow_headers, "header name"),
+            ("exposeHeaders", self.expose_headers, "header name"),
+        )
+        for name, values, what in lists:
+            for i, value in enumerate(values):
+                problems += _found(f"{at}.{name}[{i}]", _values.list_token(value, what))
+        return problems + _found(f"{at}.maxAge", _values.delta_seconds(self.max_age_seconds))
 
 
 Filter = (
@@ -364,21 +446,24 @@ class Rule:
         problems: list[Problem] = []
         for i, match in enumerate(self.matches):
             problems += match.validate(f"matches[{i}]")
-        for i, flt in enumerate(self.filters):
-            problems += _filter_problems(flt, f"filters[{i}]")
-        for i, backend in enumerate(self.backends):
-            for j, flt in enumerate(backend.filters):
-                problems += _filter_problems(flt, f"backendRefs[{i}].filters[{j}]")
+        for at, flt in self._filters():
+            problems += flt.validate(at)
         problems += _timeout_problems(self.timeouts)
         if not 0 <= self.retry.attempts <= 10:
             problems.append(Problem("retry.attempts", "must be between 0 and 10"))
         return problems
 
+    def value_problems(self) -> list[Problem]:
+        """What `from_wire` refuses: values that would break an HTTP head if written."""
+        return [p for at, flt in self._filters() for p in flt.value_problems(at)]
 
-def _filter_problems(flt: Filter, at: str) -> list[Problem]:
-    if isinstance(flt, HeaderModifier | RequestRedirect | RequestMirror):
-        return flt.validate(at)
-    return []
+    def _filters(self) -> Iterator[tuple[str, Filter]]:
+        """Every filter with the path naming it: the rule's, then each backendRef's."""
+        for i, flt in enumerate(self.filters):
+            yield f"filters[{i}]", flt
+        for i, backend in enumerate(self.backends):
+            for j, flt in enumerate(backend.filters):
+                yield f"backendRefs[{i}].filters[{j}]", flt
 
 
 def _timeout_problems(timeouts: Timeouts) -> list[Problem]:

@@ -21,6 +21,7 @@ from coxswain_routing._wire_rules import (
     SCOPE_BACK,
     TLS_MODE,
     TLS_MODE_BACK,
+    UnsafeValue,
     WireError,
     back,
     backend_back,
@@ -31,7 +32,7 @@ from coxswain_routing._wire_rules import (
     rule_to_wire,
 )
 
-__all__ = ["WireError", "from_wire", "resource_hash", "snapshot_version", "to_wire"]
+__all__ = ["UnsafeValue", "WireError", "from_wire", "resource_hash", "snapshot_version", "to_wire"]
 
 
 def _listener(x: m.Listener) -> pb.Listener:
@@ -205,11 +206,24 @@ def _body_back(r: pb.Resource) -> m.Resource:
 
 
 def from_wire(message: pb.Resource) -> m.Resource:
-    """The model resource; WireError when the body is unknown or its key is not canonical."""
+    """The model resource; WireError when the body is unknown or its key is not canonical,
+    UnsafeValue when it holds a value no HTTP head may carry (`_values`)."""
     resource = _body_back(message)
     if resource.key != message.key:
         raise WireError(f"resource key {message.key!r} does not match its body ({resource.key!r})")
+    _refuse_unsafe(resource)
     return resource
+
+
+def _refuse_unsafe(resource: m.Resource) -> None:
+    """The same value checks as `Rule.validate()`, for snapshots that did not come through it
+    (a hand-made one, another controller's): the proxy decodes nothing it could not write."""
+    if not isinstance(resource, m.HostRoutes):
+        return
+    for rule in resource.rules:
+        if problems := rule.value_problems():
+            found = "; ".join(f"{p.field}: {p.message}" for p in problems)
+            raise UnsafeValue(f"resource {resource.key!r}, {rule.id}: {found}")
 
 
 def resource_hash(resource: m.Resource) -> str:

@@ -13,6 +13,7 @@ from coxswain_proto.gen.coxswain.discovery import v1 as pb
 from coxswain_routing import _model as m
 
 __all__ = [
+    "UnsafeValue",
     "WireError",
     "back",
     "backend_back",
@@ -35,6 +36,11 @@ V = TypeVar("V", bound=Hashable)
 
 class WireError(ValueError):
     """A wire resource the model cannot represent (a newer controller, or corruption)."""
+
+
+class UnsafeValue(WireError):
+    """A wire resource holding a value that would break an HTTP head if written (a header
+    value with CR LF, a path with a space): refused whoever made it."""
 
 
 def _invert(table: Mapping[K, V]) -> dict[V, K]:

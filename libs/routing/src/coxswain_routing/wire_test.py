@@ -2,7 +2,10 @@
 
 Covers `to_wire`/`from_wire` through generated model values (hypothesis), byte-level round
 trips through the encoded message, `resource_hash` stability and sensitivity, and `WireError`
-for a key that does not match its body or a body this version does not know.
+for a key that does not match its body or a body this version does not know. The generated
+values that reach an HTTP head (header fields, hostnames, paths, ports, CORS lists) are drawn
+from what `_values` accepts; `UnsafeValue` for a hand-made message carrying one it refuses is
+covered here, the rules themselves in values_test.py.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from coxswain_routing import (
     TlsCertificate,
     TlsMode,
     TlsStore,
+    UnsafeValue,
     UpstreamTLS,
     URLRewrite,
     ValueMatch,
@@ -55,6 +59,7 @@ from coxswain_routing import (
     snapshot_version,
     to_wire,
 )
+from coxswain_routing._values import FRAMING_FIELDS
 
 text = st.text(max_size=12)
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.", min_size=1, max_size=12)
@@ -86,9 +91,24 @@ matches = st.builds(
     headers=tuples(value_matches),
     query=tuples(value_matches),
 )
-pairs = tuples(st.tuples(names, text))
+# What may reach an HTTP head (`_values`): tokens that do not frame, field values, host names.
+header_names = names.filter(lambda n: n not in FRAMING_FIELDS)
+field_values = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f")
+    | st.just("\t"),
+    max_size=12,
+).map(lambda v: v.strip(" \t"))
+labels = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?", fullmatch=True)
+hostnames = (
+    st.just("")
+    | st.sampled_from(["10.0.0.1", "[::1]"])
+    | st.lists(labels, min_size=1, max_size=3).map(".".join)
+)
+paths = st.just("") | st.from_regex(r"(/[A-Za-z0-9._~:@!$&'()*+,;=-]{0,5}){1,3}", fullmatch=True)
+origins = st.sampled_from(["*", "https://app.example.com", "http://*.example.org:8080"])
+pairs = tuples(st.tuples(header_names, field_values))
 path_modifiers = st.none() | st.builds(
-    PathModifier, type=st.sampled_from(PathModifierType), value=text
+    PathModifier, type=st.sampled_from(PathModifierType), value=paths
 )
 tls = st.none() | st.builds(
     UpstreamTLS,
@@ -98,20 +118,20 @@ tls = st.none() | st.builds(
     subject_alt_names=tuples(names),
 )
 simple_filters = st.one_of(
-    st.builds(RequestHeaderModifier, set=pairs, add=pairs, remove=tuples(names)),
-    st.builds(ResponseHeaderModifier, set=pairs, add=pairs, remove=tuples(names)),
-    st.builds(URLRewrite, hostname=text, path=path_modifiers),
+    st.builds(RequestHeaderModifier, set=pairs, add=pairs, remove=tuples(header_names)),
+    st.builds(ResponseHeaderModifier, set=pairs, add=pairs, remove=tuples(header_names)),
+    st.builds(URLRewrite, hostname=hostnames, path=path_modifiers),
     st.builds(
         RequestRedirect,
         scheme=st.sampled_from(["", "http", "https"]),
-        hostname=text,
-        port=u32,
+        hostname=hostnames,
+        port=st.integers(min_value=0, max_value=65535),
         path=path_modifiers,
         status_code=st.sampled_from([301, 302, 303, 307, 308]),
     ),
     st.builds(
         Cors,
-        allow_origins=tuples(text),
+        allow_origins=tuples(origins),
         allow_credentials=st.booleans(),
         allow_methods=tuples(names),
         allow_headers=tuples(names),
@@ -268,3 +288,105 @@ def test_snapshot_version_ignores_order_but_not_content() -> None:
     assert snapshot_version(a) == snapshot_version(b)
     assert snapshot_version(a) != snapshot_version({**a, "routes/t/80/*": "3"})
     assert snapshot_version(a) != snapshot_version({"endpoints/ns/a/80": "1"})
+
+
+# ---------------------------------------------------------------- hand-made unsafe messages
+
+KEY = "routes/ingress/80/x.example.com"
+
+
+def hand_made(filter_: pb.Filter) -> pb.Resource:
+    """A HostRoutes message built field by field, as no controller would: one rule, `filter_`."""
+    rule = pb.Rule(
+        id=pb.RouteId(kind="HTTPRoute", namespace="team", name="web"),
+        filters=[filter_],
+        backends=[pb.Backend(weight=1, endpoints="endpoints/team/web/80")],
+    )
+    routes = pb.HostRoutes(table="ingress", bind_port=80, host="x.example.com", rules=[rule])
+    return pb.Resource(key=KEY, host_routes=routes)
+
+
+def header_set(name: str, value: str) -> pb.HeaderModifier:
+    return pb.HeaderModifier(set=[pb.Header(name=name, value=value)])
+
+
+def full_path(value: str) -> pb.PathModifier:
+    return pb.PathModifier(type=pb.PathModifierType.REPLACE_FULL_PATH, value=value)
+
+
+@pytest.mark.parametrize(
+    ("filter_", "field"),
+    [
+        pytest.param(
+            pb.Filter(request_header_modifier=header_set("x-a", "a\r\nX-Injected: yes")),
+            "filters[0].set[0].value",
+            id="crlf-in-a-request-header-value",
+        ),
+        pytest.param(
+            pb.Filter(response_header_modifier=header_set("x a", "1")),
+            "filters[0].set[0].name",
+            id="response-header-name-not-a-token",
+        ),
+        pytest.param(
+            pb.Filter(request_header_modifier=header_set("Content-Length", "0")),
+            "filters[0].set[0].name",
+            id="framing-field-modified",
+        ),
+        pytest.param(
+            pb.Filter(request_redirect=pb.RequestRedirect(hostname="a.example\r\nx: y")),
+            "filters[0].hostname",
+            id="redirect-hostname-not-a-name",
+        ),
+        pytest.param(
+            pb.Filter(request_redirect=pb.RequestRedirect(port=70000)),
+            "filters[0].port",
+            id="redirect-port-out-of-range",
+        ),
+        pytest.param(
+            pb.Filter(url_rewrite=pb.UrlRewrite(path=full_path("/a HTTP/1.1\r\nx: y"))),
+            "filters[0].path.replaceFullPath",
+            id="rewrite-path-with-space-and-crlf",
+        ),
+        pytest.param(
+            pb.Filter(cors=pb.Cors(expose_headers=["x-id\r\nx-injected"])),
+            "filters[0].exposeHeaders[0]",
+            id="cors-expose-header-not-a-token",
+        ),
+        pytest.param(
+            pb.Filter(
+                request_mirror=pb.RequestMirror(
+                    backend=pb.Backend(
+                        filters=[pb.Filter(request_header_modifier=header_set("x", "\x00"))]
+                    ),
+                    numerator=1,
+                    denominator=1,
+                )
+            ),
+            "filters[0].backendRef.filters[0].set[0].value",
+            id="nul-in-a-mirror-backends-filter",
+        ),
+    ],
+)
+def test_a_hand_made_message_with_an_unsafe_value_is_refused(
+    filter_: pb.Filter, field: str
+) -> None:
+    with pytest.raises(UnsafeValue) as refused:
+        from_wire(hand_made(filter_))
+    assert f"resource {KEY!r}" in str(refused.value)
+    assert "HTTPRoute team/web rule 0" in str(refused.value)
+    assert f"{field}: " in str(refused.value)
+
+
+@given(st.text(max_size=4), st.sampled_from("\r\n\x00\x7f\x1b"), st.text(max_size=4))
+def test_no_control_character_in_a_header_value_gets_through(
+    before: str, control: str, after: str
+) -> None:
+    message = hand_made(
+        pb.Filter(request_header_modifier=header_set("x-a", before + control + after))
+    )
+    with pytest.raises(UnsafeValue, match=r"RFC 9110 §5\.5"):
+        from_wire(message)
+
+
+def test_an_unsafe_value_is_a_wire_error() -> None:
+    assert issubclass(UnsafeValue, WireError)
