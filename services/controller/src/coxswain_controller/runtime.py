@@ -18,7 +18,6 @@ from typing import Any
 
 import grpc.aio
 
-from coxswain_controller import kubeclient
 from coxswain_controller.discovery import (
     ca_secret,
     credentials,
@@ -28,6 +27,7 @@ from coxswain_controller.discovery import (
     registry,
     scopes,
 )
+from coxswain_controller.kube import client as kubeclient
 from coxswain_controller.leader import election, pod
 from coxswain_controller.publish import Publisher
 from coxswain_controller.sources import supervisor

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from coxswain_controller.discovery.credentials import CertificateAuthority
-from coxswain_controller.sources import kube
+from coxswain_controller.kube import api as kube
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from coxswain_controller.kube import api as kube
 from coxswain_controller.leader import lease, pod
 from coxswain_controller.leader.conftest import NAMESPACE, Elect, ManualTime, becomes, settings
-from coxswain_controller.sources import kube
 from coxswain_devkit.apiserver import ApiServer
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TypedDict
 
-from coxswain_controller.sources.kube import JSON
+from coxswain_controller.kube.api import JSON
 
 
 class LeaseSpec(TypedDict, total=False):

@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from coxswain_controller.sources import kube
+from coxswain_controller.kube import api as kube
 
 LEADER_LABEL = "discovery.coxswain-labs.dev/leader"
 

@@ -25,8 +25,8 @@ from types import MappingProxyType
 
 from prometheus_client import Gauge
 
+from coxswain_controller.kube.api import JSON
 from coxswain_controller.sources import kinds, relevance
-from coxswain_controller.sources.kube import JSON
 
 CACHE_OBJECTS = Gauge(
     "coxswain_controller_cache_objects", "Objects held in the controller's cache.", ["kind"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from coxswain_controller.sources import kinds, kube
+from coxswain_controller.kube import api as kube
+from coxswain_controller.sources import kinds
 
 
 class GroupVersion(TypedDict):

@@ -27,8 +27,9 @@ from typing import Any, TypeVar
 
 from prometheus_client import Counter
 
-from coxswain_controller.sources import backoff, cache, kinds, kube
-from coxswain_controller.sources.kube import JSON
+from coxswain_controller.kube import api as kube
+from coxswain_controller.kube.api import JSON
+from coxswain_controller.sources import backoff, cache, kinds
 
 log = logging.getLogger(__name__)
 

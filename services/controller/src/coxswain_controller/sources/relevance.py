@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coxswain_controller.kube.api import JSON
 from coxswain_controller.sources import kinds
-from coxswain_controller.sources.kube import JSON
 
 # Bookkeeping of the API server's, never read by translation.
 _VOLATILE_METADATA = ("resourceVersion", "managedFields")

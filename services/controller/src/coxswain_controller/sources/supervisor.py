@@ -20,7 +20,8 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from coxswain_controller.sources import backoff, cache, kinds, kube, probe, reflector
+from coxswain_controller.kube import api as kube
+from coxswain_controller.sources import backoff, cache, kinds, probe, reflector
 from coxswain_controller.sources.reflector import WatchSettings
 from coxswain_service import tasks
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import kubernetes
 
-from coxswain_controller.sources import kinds, kube, supervisor
+from coxswain_controller.kube import api as kube
+from coxswain_controller.sources import kinds, supervisor
 from coxswain_controller.sources.conftest import (
     FAST,
     bounded,

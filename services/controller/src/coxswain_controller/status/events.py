@@ -13,9 +13,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from kubernetes.client import ApiClient, CoreV1Api
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client import ApiClient
 
+from coxswain_controller.kube import api as kube
 from coxswain_controller.translate.result import Event
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class EventRecorder:
         confirm_leader: Callable[[], Awaitable[bool]],
         component: str = "coxswain-controller",
     ) -> None:
-        self._api = CoreV1Api(api_client)
+        self._client = api_client
         self._confirm = confirm_leader
         self._component = component
         self._published: set[tuple[object, str, str]] = set()
@@ -58,7 +58,7 @@ class EventRecorder:
                 return created
             try:
                 await asyncio.to_thread(self._create, event)
-            except ApiException as err:
+            except kube.KubeError as err:
                 log.warning(
                     "event not recorded",
                     extra={"fields": {"object": str(event.ref), "status": err.status}},
@@ -91,4 +91,5 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
-        self._api.create_namespaced_event(namespace, body)
+        path = f"/api/v1/namespaces/{namespace}/events"
+        kube.request(self._client, "POST", path, body=body)

@@ -6,7 +6,7 @@ so status writing never delays a publish. Each write: get the object, check it i
 generation (and uid) that was translated, merge, skip if nothing changes, confirm leadership
 (spec 001: "a demoted leader re-checks its leadership immediately before every status patch"),
 replace the status subresource with the object's resourceVersion; a 409 re-reads and retries.
-The `kubernetes` client blocks, so every call runs in a worker thread.
+Calls go through the `kube` boundary; they block, so each runs in a worker thread.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.client import ApiClient, CustomObjectsApi
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client import ApiClient
 from prometheus_client import Counter
 
+from coxswain_controller.kube import api as kube
 from coxswain_controller.status.merge import merge_status
 from coxswain_controller.translate.render import status_fragment
 from coxswain_controller.translate.result import ObjectRef, Verdict
@@ -70,7 +70,7 @@ class StatusWriter:
         confirm_leader: Callable[[], Awaitable[bool]],
         clock: Callable[[], str] = _now,
     ) -> None:
-        self._api = CustomObjectsApi(api_client)
+        self._client = api_client
         self._controller = controller_name
         self._confirm = confirm_leader
         self._clock = clock
@@ -124,7 +124,7 @@ class StatusWriter:
         for _ in range(CONFLICT_RETRIES):
             try:
                 result = await self._attempt(verdict)
-            except ApiException as err:
+            except kube.KubeError as err:
                 if err.status == 409:
                     continue
                 FAILURES.labels(kind=kind).inc()
@@ -134,7 +134,7 @@ class StatusWriter:
                         "fields": {
                             "object": str(verdict.ref),
                             "status": err.status,
-                            "reason": err.reason,
+                            "reason": err.message,
                         }
                     },
                 )
@@ -150,7 +150,7 @@ class StatusWriter:
     async def _attempt(self, verdict: Verdict) -> str:
         try:
             live: dict[str, Any] = await asyncio.to_thread(self._get, verdict.ref)
-        except ApiException as err:
+        except kube.KubeError as err:
             if err.status == 404:
                 return "gone"
             raise
@@ -173,23 +173,12 @@ class StatusWriter:
         return "written"
 
     def _get(self, ref: ObjectRef) -> dict[str, Any]:
-        plural = PLURALS[ref.kind]
-        group, version = GROUPS.get(ref.kind, (GROUP, VERSION))
-        obj: Any
-        if ref.namespace:
-            obj = self._api.get_namespaced_custom_object(
-                group, version, ref.namespace, plural, ref.name
-            )
-        else:
-            obj = self._api.get_cluster_custom_object(group, version, plural, ref.name)
-        return dict(obj)
+        return kube.request(self._client, "GET", _path(ref))
 
     def _replace(self, ref: ObjectRef, body: dict[str, Any]) -> None:
-        plural = PLURALS[ref.kind]
-        group, version = GROUPS.get(ref.kind, (GROUP, VERSION))
-        if ref.namespace:
-            self._api.replace_namespaced_custom_object_status(
-                group, version, ref.namespace, plural, ref.name, body
-            )
-        else:
-            self._api.replace_cluster_custom_object_status(group, version, plural, ref.name, body)
+        kube.request(self._client, "PUT", _path(ref, sub="status"), body=body)
+
+
+def _path(ref: ObjectRef, *, sub: str = "") -> str:
+    group, version = GROUPS.get(ref.kind, (GROUP, VERSION))
+    return kube.object_path(group, version, PLURALS[ref.kind], ref.namespace, ref.name, sub=sub)

@@ -6,8 +6,8 @@ skips the client's model layer: `param_serialize` (which applies the configurati
 `call_api` with the body left unread. Every call here blocks; callers run them in worker threads.
 
 Errors are mapped once, at this boundary, to `KubeError` with the HTTP status (0 when the
-request never got an answer), so the reflector and the elector branch on a number, not on
-urllib3's exception zoo.
+request never got an answer), so the reflector, the elector, the status writer and the Event
+recorder branch on a number, not on urllib3's exception zoo.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import urllib3  # pants: no-infer-dep  (the kubernetes client's own transport: it comes with it)
 from kubernetes.client import ApiException
 
-__all__ = ["JSON", "KubeError", "Silent", "WatchStream", "open_watch", "request"]
+__all__ = ["JSON", "KubeError", "Silent", "WatchStream", "object_path", "open_watch", "request"]
 
 JSON = dict[str, Any]
 
@@ -36,6 +36,7 @@ class KubeError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"Kubernetes API {status or 'unreachable'}: {message}")
         self.status = status
+        self.message = message
 
 
 class Silent(KubeError):
@@ -43,6 +44,15 @@ class Silent(KubeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(0, message)
+
+
+def object_path(
+    group: str, version: str, plural: str, namespace: str | None, name: str, *, sub: str = ""
+) -> str:
+    """The URL path of one object (`group` "" for the core API), or of its `sub`resource."""
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{base}{scope}/{plural}/{name}" + (f"/{sub}" if sub else "")
 
 
 def _send(
