@@ -47,7 +47,7 @@ async def client(api: ThreadedApiServer) -> AsyncIterator[Any]:
 
 
 def _live(client: Any) -> dict[str, Any]:
-    custom = kubernetes.client.CustomObjectsApi(client)
+    custom: Any = kubernetes.client.CustomObjectsApi(client)
     obj = custom.get_cluster_custom_object(
         "gateway.networking.k8s.io", "v1", "gatewayclasses", "coxswain"
     )
