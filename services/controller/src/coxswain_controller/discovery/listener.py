@@ -22,6 +22,11 @@ log = logging.getLogger(__name__)
 
 __all__ = ["DiscoverySettings", "start"]
 
+# What a proxy sends is small: the largest well-formed message is a NodeStatus naming
+# `validate.BOUND_MAX` ports, about 1 MiB. Anything larger is refused by grpc
+# (RESOURCE_EXHAUSTED) before it is read into a message at all.
+MAX_PROXY_MESSAGE_BYTES = 2 * 1024 * 1024
+
 # Stream keepalives let a proxy notice a dead controller (and a controller a dead proxy)
 # without waiting for TCP to time out.
 _OPTIONS = [
@@ -30,6 +35,7 @@ _OPTIONS = [
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.max_receive_message_length", MAX_PROXY_MESSAGE_BYTES),
 ]
 
 

@@ -1,18 +1,33 @@
 """The proxies connected to this controller: who they are, what they acked, what they bound.
 
 The status writer reads this to gate a Gateway's Programmed condition on bind + ack (spec 000);
-the operator API reads it for the fleet view. A node is one live stream under one `node_id`.
+the operator API reads it for the fleet view. A node is one live stream under one `node_id`,
+registered only once its Subscribe has passed every check (`validate`).
+
+Listeners run inside whichever stream changed a node. One that raises is logged and counted
+and the others still run: a bug on the status side must not end the stream that happened to
+trigger it, nor leave the node it was registering half there.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from prometheus_client import Counter
+
 from coxswain_controller.discovery.scopes import Identity, Scope
 
+log = logging.getLogger(__name__)
+
 __all__ = ["Node", "NodeConflict", "NodeRegistry"]
+
+LISTENER_ERRORS = Counter(
+    "coxswain_discovery_node_listener_errors_total",
+    "Failures of code told of node changes (the Programmed gate); the streams carried on.",
+)
 
 
 class NodeConflict(Exception):
@@ -42,7 +57,11 @@ class NodeRegistry:
 
     def changed(self) -> None:
         for listener in list(self._listeners):
-            listener()
+            try:
+                listener()
+            except Exception:
+                LISTENER_ERRORS.inc()
+                log.exception("a node-change listener failed")
 
     def register(self, node: Node) -> None:
         """Add `node`; a live stream with its id and identity is closed (a reconnect)."""

@@ -4,12 +4,18 @@ Where it sits: the controller's `serve` starts it on port 50051 with mandatory c
 certificates (`credentials`); translation publishes into the `SnapshotRegistry`; the status
 writer reads the `NodeRegistry`.
 
-Each stream is checked in this order, and a refusal ends it before any snapshot is sent:
-Subscribe first, the caller's SPIFFE identity, leadership, wire version, scope shape, scope
-authorisation, node_id ownership (docs/discovery.md lists the status codes). Then one task
-reads the proxy's messages into the stream's event queue, while the handler waits on that
-queue — proxy messages, "published content changed", "demoted", "superseded" — and sends the
-next snapshot whenever the session allows.
+Every message a proxy sends is untrusted, whoever holds the certificate: `coxswain_proto.rpc`
+refuses bytes that are not well formed, and `validate` checks each field of what remains,
+both before the message reaches anything else; either failure ends that stream alone with
+INVALID_ARGUMENT and fixed text naming the field. Each stream is checked in this order, and a
+refusal ends it before any snapshot is sent: Subscribe first (and valid), the caller's SPIFFE
+identity, leadership, wire version, scope authorisation, node_id ownership (docs/discovery.md
+lists the status codes). Only then is anything registered, and everything registered is
+released on the way out, whatever the way out. One task reads the proxy's messages into the
+stream's event queue, while the handler waits on that queue — proxy messages, "published
+content changed", "demoted", "closed" — and sends the next snapshot whenever the session
+allows. A bug met while serving a stream ends that stream alone: INTERNAL with fixed text to
+the proxy, the traceback in the log, `coxswain_discovery_stream_errors_total` counted.
 """
 
 from __future__ import annotations
@@ -18,12 +24,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from dataclasses import dataclass
 
 import grpc
 import grpc.aio
 from prometheus_client import Counter, Gauge
 
+from coxswain_controller.discovery import validate
 from coxswain_controller.discovery.leadership import Leadership
 from coxswain_controller.discovery.nodes import Node, NodeConflict, NodeRegistry
 from coxswain_controller.discovery.registry import SnapshotRegistry
@@ -53,10 +60,30 @@ SNAPSHOTS = Counter(
     "coxswain_discovery_snapshots_sent_total", "Snapshots sent to proxies.", ["kind"]
 )
 NACKS = Counter("coxswain_discovery_nacks_total", "Snapshots proxies refused.")
+INVALID = Counter(
+    "coxswain_discovery_invalid_messages_total",
+    "Proxy messages refused at the boundary (the stream ended INVALID_ARGUMENT), by field.",
+    ["field"],
+)
+STREAM_ERRORS = Counter(
+    "coxswain_discovery_stream_errors_total",
+    "Discovery streams ended by a bug in the controller (the proxy saw INTERNAL).",
+)
 
 _CHANGED = "changed"
 _DEMOTED = "demoted"
 _EOF = "eof"
+
+
+@dataclass(frozen=True, slots=True)
+class _Close:
+    """End the stream with this status (the node was superseded, a message was refused)."""
+
+    code: grpc.StatusCode
+    detail: str
+
+
+_Event = pb.ProxyMessage | _Close | str
 
 
 class _Refusal(Exception):
@@ -93,6 +120,20 @@ class DiscoveryService:
         self, requests: AsyncIterator[pb.ProxyMessage], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.ControllerMessage]:
         try:
+            async for message in self._stream(requests, context):
+                yield message
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            # A bug, whatever the proxy sent: this stream ends, every other one carries on.
+            STREAM_ERRORS.inc()
+            log.exception("discovery stream failed")
+            await context.abort(grpc.StatusCode.INTERNAL, rpc.INTERNAL_DETAIL)
+
+    async def _stream(
+        self, requests: AsyncIterator[pb.ProxyMessage], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.ControllerMessage]:
+        try:
             identity, subscribe, scope = await self._admit(requests, context)
         except _Refusal as refusal:
             REFUSED.labels(code=refusal.code.name).inc()
@@ -101,7 +142,6 @@ class DiscoveryService:
                 extra={"fields": {"code": refusal.code.name, "detail": refusal.detail}},
             )
             await context.abort(refusal.code, refusal.detail)
-            return
         async for message in self._serve(requests, context, identity, subscribe, scope):
             yield message
 
@@ -123,11 +163,9 @@ class DiscoveryService:
                 f"wire version mismatch: the proxy speaks {subscribe.wire_version}, "
                 f"this controller speaks {rpc.WIRE_VERSION}",
             )
-        if not subscribe.node_id:
-            raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, "Subscribe needs a node_id")
         try:
             scope = parse_scope(subscribe.scope)
-        except MalformedScope as err:
+        except MalformedScope as err:  # `validate` let it through: the message is ours
             raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from err
         denied = authorize(
             identity,
@@ -155,6 +193,13 @@ class DiscoveryService:
             first = await asyncio.wait_for(anext(requests), self._subscribe_timeout)
         except (StopAsyncIteration, TimeoutError):
             raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, "expected Subscribe first") from None
+        except rpc.MalformedMessage as err:
+            detail = _refused(err.field, err.detail, None)
+            raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, detail) from None
+        invalid = validate.proxy_message(first)
+        if invalid is not None:
+            detail = _refused(invalid.field, invalid.detail, None)
+            raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, detail)
         if first.subscribe is None:
             raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be Subscribe")
         return first.subscribe
@@ -167,47 +212,49 @@ class DiscoveryService:
         subscribe: pb.Subscribe,
         scope: Scope,
     ) -> AsyncIterator[pb.ControllerMessage]:
-        events: asyncio.Queue[Any] = asyncio.Queue()
-        node = Node(subscribe.node_id, identity, scope, close=events.put_nowait)
-        try:
-            self._nodes.register(node)
-        except NodeConflict as err:
-            REFUSED.labels(code="ALREADY_EXISTS").inc()
-            await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(err))
-            return
-        unwatch = self._registry.watch(scope, lambda: events.put_nowait(_CHANGED))
+        events: asyncio.Queue[_Event] = asyncio.Queue()
+
+        def close(why: str) -> None:
+            events.put_nowait(_Close(grpc.StatusCode.ABORTED, why))
 
         def on_leadership(leader: bool) -> None:
             if not leader:
                 events.put_nowait(_DEMOTED)
 
-        unlead = self._leadership.subscribe(on_leadership)
-        reader = asyncio.create_task(_read(requests, events), name=f"discovery-read-{node.node_id}")
-        session = StreamSession()
-        STREAMS.inc()
-        log.info(
-            "discovery stream open",
-            extra={
-                "fields": {"node": node.node_id, "identity": str(identity), "scope": str(scope)}
-            },
-        )
-        try:
-            async for message in self._loop(session, events, node, context):
+        node = Node(subscribe.node_id, identity, scope, close=close)
+        async with contextlib.AsyncExitStack() as held:
+            # Each release is pushed before its registration, so that a registration failing
+            # half way (a listener told of it raising) is undone too; releasing is idempotent.
+            held.callback(self._nodes.unregister, node)
+            try:
+                self._nodes.register(node)
+            except NodeConflict as err:
+                REFUSED.labels(code="ALREADY_EXISTS").inc()
+                await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(err))
+            held.callback(self._registry.watch(scope, lambda: events.put_nowait(_CHANGED)))
+            held.callback(self._leadership.subscribe(on_leadership))
+            reader = asyncio.create_task(
+                _read(requests, events, node.node_id), name=f"discovery-read-{node.node_id}"
+            )
+            held.push_async_callback(_stop, reader)
+            STREAMS.inc()
+            held.callback(STREAMS.dec)
+            held.callback(
+                log.info, "discovery stream closed", extra={"fields": {"node": node.node_id}}
+            )
+            log.info(
+                "discovery stream open",
+                extra={
+                    "fields": {"node": node.node_id, "identity": str(identity), "scope": str(scope)}
+                },
+            )
+            async for message in self._loop(StreamSession(), events, node, context):
                 yield message
-        finally:
-            STREAMS.dec()
-            unwatch()
-            unlead()
-            self._nodes.unregister(node)
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-            log.info("discovery stream closed", extra={"fields": {"node": node.node_id}})
 
     async def _loop(
         self,
         session: StreamSession,
-        events: asyncio.Queue[Any],
+        events: asyncio.Queue[_Event],
         node: Node,
         context: grpc.aio.ServicerContext,
     ) -> AsyncIterator[pb.ControllerMessage]:
@@ -218,42 +265,77 @@ class DiscoveryService:
                 yield pb.ControllerMessage(snapshot=snapshot)
             event = await events.get()
             if isinstance(event, pb.ProxyMessage):
-                _handle(event, session, node)
-                self._nodes.changed()
+                if _handle(event, session, node):
+                    self._nodes.changed()
+            elif isinstance(event, _Close):  # superseded, or a message refused
+                await context.abort(event.code, event.detail)
             elif event == _EOF:
                 return
             elif event == _DEMOTED:
                 await context.abort(grpc.StatusCode.FAILED_PRECONDITION, NOT_THE_LEADER)
-            elif event != _CHANGED:  # the node closed this stream, saying why
-                await context.abort(grpc.StatusCode.ABORTED, event)
 
 
-async def _read(requests: AsyncIterator[pb.ProxyMessage], events: asyncio.Queue[Any]) -> None:
+async def _read(
+    requests: AsyncIterator[pb.ProxyMessage], events: asyncio.Queue[_Event], node_id: str
+) -> None:
+    """Queue each message once it has passed `validate`; the first that fails ends the stream."""
     try:
         async for message in requests:
+            invalid = validate.proxy_message(message)
+            if invalid is not None:
+                detail = _refused(invalid.field, invalid.detail, node_id)
+                events.put_nowait(_Close(grpc.StatusCode.INVALID_ARGUMENT, detail))
+                return
             events.put_nowait(message)
-    finally:
-        events.put_nowait(_EOF)
+    except rpc.MalformedMessage as err:
+        detail = _refused(err.field, err.detail, node_id)
+        events.put_nowait(_Close(grpc.StatusCode.INVALID_ARGUMENT, detail))
+        return
+    except Exception:
+        STREAM_ERRORS.inc()
+        log.exception("reading a discovery stream failed", extra={"fields": {"node": node_id}})
+        events.put_nowait(_Close(grpc.StatusCode.INTERNAL, rpc.INTERNAL_DETAIL))
+        return
+    events.put_nowait(_EOF)
 
 
-def _handle(message: pb.ProxyMessage, session: StreamSession, node: Node) -> None:
-    if message.ack is not None and session.on_ack(message.ack):
+async def _stop(reader: asyncio.Task[None]) -> None:
+    reader.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await reader
+
+
+def _refused(field: str, detail: str, node_id: str | None) -> str:
+    """Count and log a refused message (its field, never its value); `detail` for the proxy."""
+    INVALID.labels(field=field).inc()
+    log.warning("proxy message refused", extra={"fields": {"node": node_id, "detail": detail}})
+    return detail
+
+
+def _handle(message: pb.ProxyMessage, session: StreamSession, node: Node) -> bool:
+    """Apply one (validated) message; True when the node's acked version or binds changed."""
+    if message.ack is not None:
+        if not session.on_ack(message.ack):
+            return False
         node.acked_version, node.acked_seq = session.acked_version, session.acked_seq
-    elif message.nack is not None and session.on_nack(message.nack):
-        NACKS.inc()
-        log.warning(
-            "proxy refused a snapshot",
-            extra={
-                "fields": {
-                    "node": node.node_id,
-                    "version": message.nack.version,
-                    "detail": message.nack.detail,
-                }
-            },
-        )
-    elif message.node_status is not None:
-        node.bound = tuple(sorted((b.port, b.protocol.name) for b in message.node_status.bound))
-    elif message.subscribe is not None:
-        log.warning(
-            "second Subscribe on a stream ignored", extra={"fields": {"node": node.node_id}}
-        )
+        return True
+    if message.nack is not None:
+        if session.on_nack(message.nack):
+            NACKS.inc()
+            log.warning(
+                "proxy refused a snapshot",
+                extra={
+                    "fields": {
+                        "node": node.node_id,
+                        "version": validate.quote(message.nack.version),
+                        "detail": validate.quote(message.nack.detail),
+                    }
+                },
+            )
+        return False
+    if message.node_status is not None:
+        bound = tuple(sorted((b.port, b.protocol.name) for b in message.node_status.bound))
+        changed, node.bound = bound != node.bound, bound
+        return changed
+    log.warning("second Subscribe on a stream ignored", extra={"fields": {"node": node.node_id}})
+    return False
