@@ -31,6 +31,13 @@ class PermissionDenied(IdentityError):
     result = "permission_denied"
 
 
+class InvalidRequest(IdentityError):
+    """A request field of the wrong type, too long, or with characters it may not hold."""
+
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    result = "invalid_argument"
+
+
 class InvalidCsr(IdentityError):
     """The CSR cannot be parsed, its key is too weak, or its signature does not hold."""
 

@@ -1,8 +1,13 @@
-"""The IssueSvid servicer: token, allowlist, CSR, signature, in that order; errors become codes.
+"""The IssueSvid servicer: request, token, allowlist, CSR, signature, in that order; errors
+become codes.
 
-This is the gRPC boundary. Everything beneath raises `errors.IdentityError` subclasses; here
-each becomes its status code, its counter label and one log line naming the ServiceAccount
-(never the token). Blocking work (the API server, signing) runs in worker threads.
+This is the gRPC boundary, and the caller is anyone who can reach the port: `coxswain_proto.rpc`
+refuses malformed bytes (INVALID_ARGUMENT, told to `malformed` for the counter and the log),
+and `validate.request` checks each field before anything else reads it. Everything beneath
+raises `errors.IdentityError` subclasses; here each becomes its status code, its counter label
+and one log line naming the ServiceAccount (never the token). Anything else is a bug: that call
+alone ends INTERNAL with fixed text, the traceback goes to the log, and the counter says
+`internal`. Blocking work (the API server, signing) runs in worker threads.
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
 import grpc.aio
 
-from coxswain_identity import csr, errors, metrics, tokens
+from coxswain_identity import csr, errors, metrics, tokens, validate
 from coxswain_identity.ca import Authority
-from coxswain_proto import identity
+from coxswain_proto import identity, rpc
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +67,9 @@ class Issuer:
         started = time.perf_counter()
         sa: tokens.ServiceAccount | None = None
         try:
+            invalid = validate.request(request)
+            if invalid is not None:
+                raise invalid
             authority = self._require_authority()
             sa = await asyncio.to_thread(tokens.review, self._auth, request.token)
             await asyncio.to_thread(self._allowlist.check, sa)
@@ -68,8 +77,20 @@ class Issuer:
         except errors.IdentityError as err:
             self._record(Decision(err.result, str(sa or ""), str(err)), context, started)
             await context.abort(err.code, str(err))
+        except Exception:
+            log.exception("IssueSvid failed", extra={"fields": {"peer": context.peer()}})
+            self._record(Decision("internal", str(sa or ""), rpc.INTERNAL_DETAIL), context, started)
+            await context.abort(grpc.StatusCode.INTERNAL, rpc.INTERNAL_DETAIL)
         self._record(Decision("issued", str(sa), uri), context, started)
         return response
+
+    def malformed(self, err: rpc.MalformedMessage, context: grpc.aio.ServicerContext) -> None:
+        """Told of a request that was not a well-formed IssueSvidRequest (rpc answers it)."""
+        self._record(Decision("invalid_argument", "", err.detail), context, time.perf_counter())
+
+    def add_to(self, server: grpc.aio.Server) -> None:
+        """Serve IssueSvid on `server`, malformed requests counted and logged here."""
+        rpc.add_identity_handler(server, self.issue, on_malformed=self.malformed)
 
     def _require_authority(self) -> Authority:
         authority = self._authority()

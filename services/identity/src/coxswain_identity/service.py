@@ -31,7 +31,6 @@ from coxswain_identity import (
     tokens,
     trust,
 )
-from coxswain_proto import rpc
 from coxswain_service import tasks
 from coxswain_service.readiness import Readiness
 
@@ -40,6 +39,10 @@ log = logging.getLogger(__name__)
 # In-flight IssueSvid calls get this long on shutdown: well inside the 5 s SIGTERM budget.
 GRPC_GRACE_SECONDS = 1.0
 CREATE_RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
+# A request is a token and a CSR (`validate.TOKEN_MAX`, `validate.CSR_MAX`): anything larger is
+# refused by grpc (RESOURCE_EXHAUSTED) before it is even read into a message.
+MAX_REQUEST_BYTES = 64 * 1024
+GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +123,8 @@ class Service:
             ),
             policy=self.settings.policy,
         )
-        self._grpc = grpc.aio.server()
-        # grpc.aio recognises a coroutine *function*, not an object with an async __call__.
-        rpc.add_identity_handler(self._grpc, issuer.issue)
+        self._grpc = grpc.aio.server(options=GRPC_OPTIONS)
+        issuer.add_to(self._grpc)
         address = f"{self.settings.address}:{self.settings.port}"
         self.port = self._grpc.add_secure_port(address, self._credentials.credentials())
         await self._grpc.start()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from coxswain_identity import errors, kube
+from coxswain_identity import errors, kube, validate
 
 AUDIENCE = "coxswain-discovery"
 SA_USER_PREFIX = "system:serviceaccount:"
@@ -39,7 +39,9 @@ def review(auth: Any, token: str) -> ServiceAccount:
         # 401/403 here are our own credentials failing, not the caller's: retry later.
         raise errors.Unavailable(f"TokenReview failed: {exc.status} {exc.reason}") from exc
     if not status or not status.authenticated:
-        raise errors.Unauthenticated(f"token not authenticated: {getattr(status, 'error', '')}")
+        # The API server's reason ("token has expired") helps the caller; bounded all the same.
+        reason = validate.quote(getattr(status, "error", "") or "")
+        raise errors.Unauthenticated(f"token not authenticated: {reason}")
     # A review with audiences only authenticates for those it echoes back (TokenReview API).
     if AUDIENCE not in (status.audiences or []):
         raise errors.Unauthenticated(f"token not valid for audience {AUDIENCE}")
@@ -49,7 +51,7 @@ def review(auth: Any, token: str) -> ServiceAccount:
 def _service_account(username: str) -> ServiceAccount:
     namespace, _, name = username.removeprefix(SA_USER_PREFIX).partition(":")
     if not username.startswith(SA_USER_PREFIX) or not namespace or not name:
-        raise errors.Unauthenticated(f"{username!r} is not a ServiceAccount")
+        raise errors.Unauthenticated(f"{validate.quote(username)} is not a ServiceAccount")
     return ServiceAccount(namespace, name)
 
 
