@@ -2,6 +2,7 @@
 
     apt-get install -y nginx wrk          (Debian packages; not installed by default)
     ./pants run bench:proxy_throughput    (add `-- --quick` for a smoke run)
+    ./pants run bench:proxy_throughput -- --baseline REV   (also the proxy as of git REV)
 
 The backend is nginx serving a small static body (fast enough never to be the bottleneck). The
 same backend is driven through (a) nginx configured as a keep-alive reverse proxy and (b) the
@@ -10,6 +11,11 @@ worker processes, by `wrk` with 50 connections. Scenarios: HTTP keep-alive, HTTP
 a new connection per request (HTTP), each with 1 worker and with N (CPU count) workers. It
 prints req/s, p50 and p99 for both and the ratio coxswain/nginx. Absolute numbers depend on
 the machine; docs/performance.md records the ratios.
+
+`--baseline REV` adds a third column: the proxy's code as of git revision REV (extracted with
+`git archive` into a temporary folder and run from there), measured in the same run, so a
+change to the request path is judged against its own past side by side, not against an old
+run on a machine whose load has changed since.
 """
 
 from __future__ import annotations
@@ -179,16 +185,34 @@ async def run_coxswain(
         await plane.close(1.0)
 
 
+# The source roots a proxy needs, relative to a tree's top.
+SOURCE_ROOTS = ("services/proxy/src", "libs/routing/src", "libs/proto/src", "libs/service/src",
+                "libs/devkit/src")  # fmt: skip
+
+
 def coxswain_process(
-    workers: int, port: int, tls_port: int, certdir: Path
+    workers: int, port: int, tls_port: int, certdir: Path, tree: Path | None = None
 ) -> subprocess.Popen[bytes]:
+    """The proxy serving the bench snapshot: this checkout's, or the one extracted at `tree`."""
     # The backend's port is passed on: this module picks a fresh one at import, and a proxy
     # pointed at the wrong port answers 503s fast enough to look like a result.
     args = [str(workers), str(port), str(tls_port), str(certdir), str(BACKEND_PORT)]
+    env = dict(os.environ)
+    if tree is not None:
+        # Ahead of this interpreter's own copies, so the baseline's modules are the ones run.
+        roots = [str(tree / r) for r in SOURCE_ROOTS if (tree / r).is_dir()]
+        env["PYTHONPATH"] = os.pathsep.join([*roots, env.get("PYTHONPATH", "")])
     return subprocess.Popen(
-        [sys.executable, __file__, "--serve", *args],
-        stdout=subprocess.PIPE,
+        [sys.executable, __file__, "--serve", *args], stdout=subprocess.PIPE, env=env
     )
+
+
+def extract(rev: str, into: Path) -> Path:
+    """The repository's tree at `rev`, as files under `into` (no worktree, nothing to clean)."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
 
 
 def serve_main(workers: int, port: int, tls_port: int, certdir: Path, backend_port: int) -> None:
@@ -218,6 +242,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--serve", nargs=5)
+    parser.add_argument("--baseline", metavar="REV", help="also run the proxy as of git REV")
     args = parser.parse_args()
     if args.serve:
         w, p, tp, d, bp = args.serve
@@ -239,21 +264,25 @@ def main() -> None:
         listen=f"127.0.0.1:{BACKEND_PORT}",
         body='location / { return 200 "' + BODY.decode() + '"; }',
     )
+    baseline = extract(args.baseline, root / "baseline") if args.baseline else None
     procs = [subprocess.Popen(["nginx", "-c", str(backend), "-g", "daemon off;"])]
     try:
-        print(
+        header = (
             f"{'scenario':42} {'nginx req/s':>12} {'p50':>7} {'p99':>7} "
             f"{'coxswain':>10} {'p50':>7} {'p99':>7} {'ratio':>6}"
         )
+        if baseline is not None:
+            header += f" {args.baseline[:10]:>10} {'p50':>7} {'p99':>7} {'ratio':>6}"
+        print(header)
         for workers in (1, ncpu) if ncpu > 1 else (1,):
-            compare(root, workers, seconds, issued.chain_pem)
+            compare(root, workers, seconds, baseline)
     finally:
         for p in procs:
             p.terminate()
             p.wait()
 
 
-def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
+def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> None:
     nport, ntls, cport, ctls = free_port(), free_port(), free_port(), free_port()
     proxy_body = (
         "location / { proxy_pass http://backend; proxy_http_version 1.1; "
@@ -269,12 +298,19 @@ def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
     )
     nginx = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"])
     cox = coxswain_process(workers, cport, ctls, root)
+    base, bport, btls = None, 0, 0
+    if baseline is not None:
+        bport, btls = free_port(), free_port()
+        base = coxswain_process(workers, bport, btls, root, baseline)
     try:
-        assert cox.stdout is not None
-        cox.stdout.readline()
+        for proc in (cox, base):
+            if proc is not None:
+                assert proc.stdout is not None
+                proc.stdout.readline()
         _wait_port(nport)
-        for port in (nport, cport):
-            _check(port)
+        for port in (nport, cport, bport):
+            if port:
+                _check(port)
         scenarios = [
             ("HTTP keep-alive", "http://127.0.0.1:{}/p50/x", False, False),
             ("HTTPS keep-alive", "https://127.0.0.1:{}/p50/x", True, False),
@@ -284,15 +320,19 @@ def compare(root: Path, workers: int, seconds: int, chain: bytes) -> None:
             n = wrk(url.format(ntls if is_tls else nport), seconds, new_connections=new)
             c = wrk(url.format(ctls if is_tls else cport), seconds, new_connections=new)
             label = f"{name}, {workers} worker{'s' if workers > 1 else ''}"
-            print(
+            line = (
                 f"{label:42} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
-                f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}",
-                flush=True,
+                f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}"
             )
+            if base is not None:
+                b = wrk(url.format(btls if is_tls else bport), seconds, new_connections=new)
+                line += f" {b.rps:10.0f} {b.p50_ms:7.2f} {b.p99_ms:7.2f} {b.rps / n.rps:6.2f}"
+            print(line, flush=True)
     finally:
-        for p in (nginx, cox):
-            p.terminate()
-            p.wait()
+        for p in (nginx, cox, base):
+            if p is not None:
+                p.terminate()
+                p.wait()
 
 
 def _check(port: int) -> None:
