@@ -3,7 +3,9 @@
 Covers: the flags reach the wire (node id, scope, endpoints, token and bundle paths, server
 name), /readyz is 503 naming the missing snapshot until one is applied and 200 after, the
 discovery metrics, exit status 0 on SIGTERM with a stream open; the readiness text once
-discovery has stopped. Leaves out the stream's behaviour (client_test.py).
+discovery has stopped; the slow-client flags reach the data plane's limits, name their defaults
+and refuse a bound that is none. Leaves out the stream's behaviour (client_test.py) and what the
+limits do (dataplane/timeouts_test.py).
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ import sys
 import urllib.error
 import urllib.request
 
+import pytest
+
 from coxswain_devkit.processes import ServiceProcess
-from coxswain_proxy import admin, testkit
+from coxswain_proxy import admin, cli, testkit
 from coxswain_proxy.conftest import StartController, Trust
+from coxswain_proxy.dataplane import wiring
+from coxswain_proxy.dataplane.runtime import Config
 from coxswain_proxy.testkit import full, routes
 
 
@@ -83,3 +89,41 @@ async def test_readyz_names_a_stopped_discovery_without_failing_a_proxy_that_hol
         assert (status, body) == (200, "ok\nwarning: discovery stopped: wire version mismatch\n")
     finally:
         await runner.cleanup()
+
+
+def test_the_slow_client_flags_set_the_data_planes_limits() -> None:
+    args = cli._parser().parse_args(
+        [
+            *("serve", "--shared", "--client-header-timeout", "5", "--client-body-timeout", "7"),
+            *("--keepalive-timeout", "9.5", "--tls-handshake-timeout", "3"),
+        ]
+    )
+    config = wiring.config(args)
+    assert (
+        config.header_timeout,
+        config.body_timeout,
+        config.keepalive_timeout,
+        config.handshake_timeout,
+    ) == (5.0, 7.0, 9.5, 3.0)
+    assert wiring.config(cli._parser().parse_args(["serve", "--shared"])) == Config()
+
+
+def test_the_slow_client_flags_name_their_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli._parser().parse_args(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, default in [
+        ("--client-header-timeout", Config().header_timeout),
+        ("--client-body-timeout", Config().body_timeout),
+        ("--keepalive-timeout", Config().keepalive_timeout),
+        ("--tls-handshake-timeout", Config().handshake_timeout),
+    ]:
+        described = text.rsplit(f"{flag} SECONDS", 1)[1].split(" --", 1)[0]
+        assert f"(default: {default})" in described, flag
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_a_slow_client_flag_must_be_a_bound(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli._parser().parse_args(["serve", "--shared", "--keepalive-timeout", value])
+    assert "--keepalive-timeout" in capsys.readouterr().err

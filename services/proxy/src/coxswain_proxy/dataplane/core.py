@@ -107,10 +107,18 @@ class Dataplane:
         rt = self.rt
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
-            now = rt.loop.time()
-            for conn in list(rt.connections):
-                conn.sweep(now)
+            self.sweep(rt.loop.time())
             rt.connector.sweep()
+
+    def sweep(self, now: float) -> None:
+        """End the client connections too slow or idle at loop time `now` (the sweeper's
+        clock; tests pass one of their own)."""
+        assert self.rt is not None
+        rt = self.rt
+        for handshake in list(rt.handshakes):
+            handshake.sweep(now)
+        for conn in list(rt.connections):
+            conn.sweep(now)
 
     async def close(self, grace: float | None = None) -> None:
         """Stop accepting, let in-flight requests finish within `grace`, then close the rest."""
@@ -120,6 +128,8 @@ class Dataplane:
         grace = rt.config.grace_seconds if grace is None else grace
         self.listeners.close()
         rt.draining = True
+        for handshake in list(rt.handshakes):
+            handshake.abort()  # no request has come on it yet
         for conn in list(rt.connections):
             conn.shutdown()
         if rt.connections:

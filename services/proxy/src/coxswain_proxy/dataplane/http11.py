@@ -21,7 +21,7 @@ from typing import cast
 
 import httptools
 
-from coxswain_proxy.dataplane import attempts, errors, flow, forward, heads, responses
+from coxswain_proxy.dataplane import attempts, errors, flow, forward, heads, responses, stats
 from coxswain_proxy.dataplane.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -148,11 +148,39 @@ class HttpConnection(asyncio.Protocol):
             self.transport.close()
 
     def sweep(self, now: float) -> None:
-        """Called every second: slow request heads get 408, idle keep-alives are closed."""
-        config = self.rt.config
-        if self.head_started and now - self.head_started > config.header_timeout:
-            self.fail(408)
-        elif self.current is None and now - self.last_active > config.keepalive_timeout:
+        """Called every second: a client too slow with a request's head or body gets 408, a
+        connection idle between requests is closed. The clocks: `head_started` from a head's
+        first byte; `last_active` from the last read inside a body, and between requests from
+        the last read or the last sweep that saw a response under way (so from its end)."""
+        if self.closed or self.tunnel is not None:
+            return  # a tunnel's bytes are not HTTP requests: none of these bounds apply
+        if self.gate.held:
+            # The proxy holds reading (a pipelined request waits its turn, the upstream is
+            # full): what the client sent may be waiting unread, so its clocks stand still.
+            self.last_active = now
+            if self.head_started:
+                self.head_started = now
+            return
+        # RFC 9110 §15.5.9: "The 408 (Request Timeout) status code indicates that the server
+        # did not receive a complete request message within the time that it was prepared to
+        # wait." RFC 9112 §9.5: "A client or server that wishes to time out SHOULD issue a
+        # graceful close on the connection."
+        config, counts = self.rt.config, self.rt.stats
+        if self.head_started:
+            if now - self.head_started > config.header_timeout:
+                counts.client_timeout(stats.HEAD)
+                if self.current is None:
+                    self.fail(408)
+                else:  # a 408 would read as the answer to the request still owed one
+                    self.close()
+        elif self.parsing is not None:
+            if now - self.last_active > config.body_timeout:
+                counts.client_timeout(stats.BODY)
+                self.fail(408)
+        elif self.current is not None:
+            self.last_active = now  # a response under way: idle time starts at its end
+        elif now - self.last_active > config.keepalive_timeout:
+            counts.client_timeout(stats.IDLE)
             self.close()
 
     def shutdown(self) -> None:

@@ -4,7 +4,9 @@ Where it sits: `dataplane.Dataplane.apply` calls `Listeners.sync(ports)` after e
 already bound with the same protocol is left alone, so adding or removing one listener never
 disturbs another (issue 7, item 2). A removed port stops accepting at once and its open
 connections finish the request in flight, then close (they drain). A port that cannot be bound
-is logged and left out of what is reported bound; the next snapshot tries again.
+is logged and left out of what is reported bound; the next snapshot tries again. An HTTPS port
+accepts plain TCP and each connection goes through a `handshake.Handshake` first, which bounds
+its TLS handshake in time.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ import asyncio
 import errno
 import logging
 import socket
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coxswain_proxy.dataplane import tls
+from coxswain_proxy.dataplane import handshake, tls
 from coxswain_proxy.dataplane.http11 import HttpConnection
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.tables import PortInfo
@@ -25,7 +26,6 @@ from coxswain_proxy.dataplane.tables import PortInfo
 log = logging.getLogger(__name__)
 
 BACKLOG = 2048
-HANDSHAKE_TIMEOUT = 10.0
 
 
 @dataclass(slots=True)
@@ -60,18 +60,8 @@ class Listeners:
                 await self._bind(info)
 
     async def _bind(self, info: PortInfo) -> None:
-        rt = self._rt
-        context = None
-        if info.tls:
-            port = info.port
-            context = tls.front_context(lambda: rt.tables.tls.get(port) if rt.tables else None)
-        scheme = "https" if info.tls else "http"
-
-        def factory() -> HttpConnection:
-            return HttpConnection(rt, info.port, scheme)
-
         try:
-            server = await self._serve(factory, info, context)
+            server = await self._serve(self._factory(info), info)
         except OSError as exc:
             fields = {"port": info.port, "error": exc.strerror or str(exc)}
             level = (
@@ -84,25 +74,31 @@ class Listeners:
         fields = {"port": info.port, "bound": actual, "tls": info.tls}
         log.info("listener bound", extra={"fields": fields})
 
+    def _factory(self, info: PortInfo) -> Callable[[], asyncio.Protocol]:
+        rt, port = self._rt, info.port
+        if not info.tls:
+            return lambda: HttpConnection(rt, port, "http")
+        context = tls.front_context(lambda: rt.tables.tls.get(port) if rt.tables else None)
+
+        def connection() -> HttpConnection:
+            return HttpConnection(rt, port, "https")
+
+        return lambda: handshake.Handshake(rt, context, connection)
+
     async def _serve(
-        self, factory: Callable[[], HttpConnection], info: PortInfo, context: ssl.SSLContext | None
+        self, factory: Callable[[], asyncio.Protocol], info: PortInfo
     ) -> asyncio.Server:
         loop = self._rt.loop
-        timeout = HANDSHAKE_TIMEOUT if context is not None else None
         inherited = self._sockets.get(info.port)
         if inherited is not None:
-            return await loop.create_server(
-                factory, sock=inherited, ssl=context, backlog=BACKLOG, ssl_handshake_timeout=timeout
-            )
+            return await loop.create_server(factory, sock=inherited, backlog=BACKLOG)
         return await loop.create_server(
             factory,
             host=self._address,
             port=self._port_map(info.port),
-            ssl=context,
             backlog=BACKLOG,
             reuse_address=True,
             reuse_port=self._reuse_port or None,
-            ssl_handshake_timeout=timeout,
         )
 
     def _unbind(self, port: int) -> None:

@@ -17,7 +17,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector as _Base
 
-from coxswain_proxy.dataplane.stats import LATENCY_BOUNDS, Stats
+from coxswain_proxy.dataplane.stats import LATENCY_BOUNDS, TIMEOUT_KINDS, Stats
 
 
 class Collector(_Base):
@@ -48,6 +48,16 @@ class Collector(_Base):
         yield GaugeMetricFamily(
             "coxswain_proxy_connections", "Client connections open now.", value=stats.connections
         )
+        timeouts = CounterMetricFamily(
+            "coxswain_proxy_client_timeouts",
+            "Client connections ended for being too slow or idle, by kind: head (request head "
+            "late, 408), body (request body stalled, 408), idle (no request between requests), "
+            "handshake (TLS handshake late).",
+            labels=["kind"],
+        )
+        for kind in TIMEOUT_KINDS:
+            timeouts.add_metric([kind], stats.client_timeouts[kind])
+        yield timeouts
         applied = self._applied_at()
         age = time.time() - applied if applied else 0.0
         yield GaugeMetricFamily(

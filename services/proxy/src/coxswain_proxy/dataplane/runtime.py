@@ -24,8 +24,11 @@ if TYPE_CHECKING:
 class Config:
     max_header_bytes: int = 32 * 1024  # request line and headers: beyond, 431
     max_upstream_header_bytes: int = 64 * 1024  # an upstream response's headers: beyond, 502
-    header_timeout: float = 15.0  # a request's headers must arrive within this (slowloris): 408
-    keepalive_timeout: float = 75.0  # an idle client connection is closed after this
+    # Slow and idle clients (seconds; each no laxer than nginx's 60 s; `http11.sweep`):
+    header_timeout: float = 15.0  # a request's head must arrive within this (slowloris): 408
+    body_timeout: float = 60.0  # a request body may pause this long between reads: 408
+    keepalive_timeout: float = 60.0  # no request this long between requests: closed
+    handshake_timeout: float = 10.0  # an HTTPS client's TLS handshake: closed
     connect_timeout: float = 5.0  # opening an upstream connection
     grace_seconds: float = 10.0  # SIGTERM: in-flight requests get this long
     replay_limit: int = 64 * 1024  # request bodies up to this are kept for retries and mirrors
@@ -38,6 +41,14 @@ class Sweepable(Protocol):
     def shutdown(self) -> None: ...
 
 
+class Handshaking(Protocol):
+    """An HTTPS connection whose TLS handshake is under way (`handshake.Handshake`)."""
+
+    def sweep(self, now: float) -> None: ...
+
+    def abort(self) -> None: ...
+
+
 class Runtime:
     __slots__ = (
         "config",
@@ -45,6 +56,7 @@ class Runtime:
         "connector",
         "stats",
         "connections",
+        "handshakes",
         "loop",
         "draining",
         "idle",
@@ -57,6 +69,7 @@ class Runtime:
         self.connector = connector
         self.stats = stats.Stats()
         self.connections: set[Sweepable] = set()  # open client connections, for sweeps/drain
+        self.handshakes: set[Handshaking] = set()  # HTTPS clients not through TLS yet, for sweeps
         self.loop = asyncio.get_running_loop()
         self.draining = False  # shutting down: finish in-flight requests, keep no connection
         self.idle = asyncio.Event()  # set when draining and the last connection has closed

@@ -4,7 +4,7 @@ Where it sits: the request path calls `Stats.request()` and `Stats.upstream_late
 increment and a bisect: no locks, no label lookups); `metrics.Collector` reads them at scrape
 time, and in multi-worker mode each worker ships `snapshot()` to the parent, which `merge()`s.
 Label sets are bounded: a route label is the route's kind/namespace/name (only routes in the
-snapshot exist), a status is its class.
+snapshot exist), a status is its class, a client timeout's kind one of `TIMEOUT_KINDS`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,18 @@ from typing import Any
 LATENCY_BOUNDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 NO_ROUTE = "none"
 
+# Why a client connection was ended for being too slow or idle (`client_timeout`).
+HEAD = "head"  # its request head did not arrive in time: 408
+BODY = "body"  # its request body stalled: 408
+IDLE = "idle"  # no request came on a connection between requests: closed
+HANDSHAKE = "handshake"  # its TLS handshake did not finish in time: closed
+TIMEOUT_KINDS = (HEAD, BODY, IDLE, HANDSHAKE)
+
 
 class Stats:
-    __slots__ = ("requests", "buckets", "latency_sum", "latency_count", "connections")
+    __slots__ = (
+        "requests", "buckets", "latency_sum", "latency_count", "connections", "client_timeouts",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.requests: dict[tuple[str, int], int] = {}  # (route, status // 100) -> count
@@ -26,10 +35,14 @@ class Stats:
         self.latency_sum = 0.0
         self.latency_count = 0
         self.connections = 0  # client connections open now
+        self.client_timeouts = dict.fromkeys(TIMEOUT_KINDS, 0)  # kind -> connections ended
 
     def request(self, route: str, status: int) -> None:
         key = (route, status // 100)
         self.requests[key] = self.requests.get(key, 0) + 1
+
+    def client_timeout(self, kind: str) -> None:
+        self.client_timeouts[kind] += 1
 
     def upstream_latency(self, seconds: float) -> None:
         self.buckets[bisect_left(LATENCY_BOUNDS, seconds)] += 1
@@ -43,6 +56,7 @@ class Stats:
             "latency_sum": self.latency_sum,
             "latency_count": self.latency_count,
             "connections": self.connections,
+            "client_timeouts": dict(self.client_timeouts),
         }
 
     @classmethod
@@ -57,4 +71,6 @@ class Stats:
             total.latency_sum += snap["latency_sum"]
             total.latency_count += snap["latency_count"]
             total.connections += snap["connections"]
+            for kind, count in snap["client_timeouts"].items():
+                total.client_timeouts[kind] += count
         return total

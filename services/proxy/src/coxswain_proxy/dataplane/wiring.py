@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from coxswain_proxy.snapshot import RoutingState
 log = logging.getLogger(__name__)
 
 STATS_REFRESH_SECONDS = 5.0
+DEFAULTS = Config()
 
 
 def add_arguments(serve: argparse.ArgumentParser) -> None:
@@ -44,6 +46,62 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--ingress-http-port", type=int, default=80, help="shared: Ingress HTTP")
     group.add_argument("--ingress-https-port", type=int, default=443, help="shared: Ingress HTTPS")
     group.add_argument("--grace-seconds", type=float, default=10.0, help="SIGTERM drain bound")
+    _client_timeouts(serve)
+
+
+def _client_timeouts(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("slow and idle clients (seconds, each > 0)")
+    flag = "(default: %(default)s)"
+    group.add_argument(
+        "--client-header-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=DEFAULTS.header_timeout,
+        help=f"a request's head must arrive within this from its first byte, else 408 {flag}",
+    )
+    group.add_argument(
+        "--client-body-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=DEFAULTS.body_timeout,
+        help=f"a request body may pause this long between two reads, else 408 {flag}",
+    )
+    group.add_argument(
+        "--keepalive-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=DEFAULTS.keepalive_timeout,
+        help="a connection with no request under way for this long is closed, "
+        f"before its first request too {flag}",
+    )
+    group.add_argument(
+        "--tls-handshake-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=DEFAULTS.handshake_timeout,
+        help=f"an HTTPS client's TLS handshake must finish within this, else closed {flag}",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
+def config(args: argparse.Namespace) -> Config:
+    """The data plane's limits from `serve`'s flags."""
+    return Config(
+        grace_seconds=args.grace_seconds,
+        header_timeout=args.client_header_timeout,
+        body_timeout=args.client_body_timeout,
+        keepalive_timeout=args.keepalive_timeout,
+        handshake_timeout=args.tls_handshake_timeout,
+    )
 
 
 @dataclass
@@ -104,7 +162,7 @@ async def start(
         address=args.listen_address,
         ingress_http_port=args.ingress_http_port,
         ingress_https_port=args.ingress_https_port,
-        config=Config(grace_seconds=args.grace_seconds),
+        config=config(args),
         reuse_port=args.workers > 1,
     )
     plane = workers = None
