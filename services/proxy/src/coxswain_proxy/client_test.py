@@ -2,7 +2,9 @@
 
 Covers: subscribe and NodeStatus on open, full snapshots applied and acked with their nonce,
 deltas reaching the same version as a full snapshot, Nack with the last good routing kept (wrong
-version, undecodable resource), NodeStatus after a bind change, reconnecting after the
+version, undecodable resource, a hand-made route carrying a header value with CR LF, with real
+requests through a real data plane still served by the last good routing and nothing injected
+upstream), NodeStatus after a bind change, reconnecting after the
 controller goes away without dropping routing, "not the leader" retried at once on the next
 endpoint, a wire-version mismatch stopping discovery, SVID renewal at half-life on a
 fast-forwarded clock. Leaves out the staging rules themselves (snapshot_test.py) and SVID
@@ -11,17 +13,24 @@ verification details (svid_test.py).
 
 from __future__ import annotations
 
+import hashlib
+import json
+from typing import Any
+
 import grpc
 import pytest
 
+from coxswain_devkit.echo import EchoServer
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
 from coxswain_proxy import testkit
 from coxswain_proxy.backoff import BackoffPolicy
 from coxswain_proxy.conftest import StartController, StartProxy
+from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.lifecycle import Phase
 from coxswain_proxy.ports import Bound
 from coxswain_proxy.testkit import ServerStream, answers, delta, full, routes, within
+from coxswain_routing import RequestHeaderModifier, snapshot_version
 
 A, B = routes("a.example.com", "a"), routes("b.example.com", "b")
 
@@ -131,6 +140,59 @@ async def test_an_undecodable_resource_is_nacked_and_the_last_good_routing_kept(
     assert nack.nonce == "broken"
     assert "routes/from/the/future" in nack.detail
     assert proxy.holder.state is good
+
+
+def injected_route(key: str) -> pb.Resource:
+    """`key`'s route as a hand-made wire message (no controller, no model): its one rule sets
+    a request header whose value would add a field of its own to the head sent upstream."""
+    injected = pb.Header(name="x-env", value="prod\r\nX-Injected: yes")
+    rule = pb.Rule(
+        id=pb.RouteId(kind="HTTPRoute", namespace="default", name="web"),
+        matches=[pb.Match(path=pb.PathMatch(type=pb.PathType.PATH_PREFIX, value="/"))],
+        filters=[pb.Filter(request_header_modifier=pb.HeaderModifier(set=[injected]))],
+        backends=[pb.Backend(weight=1, endpoints="endpoints/default/echo/80")],
+    )
+    routes = pb.HostRoutes(
+        table="gateway/default/gw", bind_port=t.PORT, host="example.com", rules=[rule]
+    )
+    return pb.Resource(key=key, host_routes=routes)
+
+
+async def echoed_headers(client: t.Client) -> dict[str, Any]:
+    response = await client.request()
+    assert response.status == 200
+    return {k.lower(): v for k, v in json.loads(response.body)["headers"].items()}
+
+
+async def test_a_hand_made_route_injecting_a_header_is_nacked_and_the_last_good_one_serves(
+    start_controller: StartController, start_proxy: StartProxy
+) -> None:
+    controller = await start_controller()
+    proxy = start_proxy(controller.port)
+    async with EchoServer() as echo, t.running([]) as plane:
+        proxy.holder.on_apply(lambda state: plane.apply(state.resources, state.version))
+        stream = await controller.next_stream()
+        await opened(stream)
+        setting = RequestHeaderModifier(set=(("x-env", "prod"),))
+        route = t.routes("example.com", t.rule("web", t.backend("echo"), filters=(setting,)))
+        await serve_first(stream, full([t.HTTP_LISTENER, t.endpoints("echo", echo.port), route]))
+        good = proxy.holder.state
+        assert good is not None
+
+        bad = injected_route(route.key)
+        hashes = {**good.hashes, route.key: hashlib.sha256(bytes(bad)).hexdigest()}
+        stream.send(pb.Snapshot(version=snapshot_version(hashes), nonce="bad", resources=[bad]))
+        nack = await stream.expect("nack")
+
+        assert nack.nonce == "bad"
+        assert f"resource {route.key!r}" in nack.detail
+        assert "HTTPRoute default/web rule 0" in nack.detail
+        assert "filters[0].set[0].value" in nack.detail
+        assert proxy.holder.state is good
+        async with t.client(t.actual(plane)) as client:
+            for _ in range(2):  # the second on the pooled upstream connection
+                headers = await echoed_headers(client)
+                assert headers["x-env"] == ["prod"] and "x-injected" not in headers
 
 
 async def test_node_status_is_sent_on_open_and_after_every_bind_change(

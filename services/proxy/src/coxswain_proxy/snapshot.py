@@ -14,20 +14,27 @@ carries are decoded, hashed and compiled (each `HostRoutes` through the matcher,
 cannot build is refused here); unchanged ones are reused as held, the same objects. The router
 itself is built once, by the data plane (`dataplane.tables`), before the Ack: from those same
 objects it rebuilds only the host tables the delta touched.
+
+A value that would break an HTTP head if written (a header value with CR LF, say) is refused
+twice over, each naming the resource and the field: by `from_wire` (the routing model's rules)
+and by the data plane's own compile-time check (`dataplane.tables.check_routes`), so a bug in
+one still leaves the other and such a snapshot is Nacked whoever made it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from coxswain_proto import discovery as pb
 from coxswain_proxy import errors
+from coxswain_proxy.dataplane import framing, tables
 from coxswain_routing import (
     HostRoutes,
     Resource,
+    UnsafeValue,
     WireError,
     compile_router,
     from_wire,
@@ -96,6 +103,9 @@ def _decode(messages: Iterable[pb.Resource]) -> dict[str, Resource]:
             raise errors.MalformedSnapshot(f"resource {message.key!r} appears twice")
         try:
             resource = from_wire(message)
+        except UnsafeValue as exc:
+            # It decodes, but holds a value no head may carry; the text names where.
+            raise errors.InvalidResource(str(exc)) from exc
         except WireError as exc:
             raise errors.UndecodableResource(f"undecodable resource: {exc}") from exc
         _validate(resource)
@@ -113,11 +123,18 @@ def _validate(resource: Resource) -> None:
             raise errors.InvalidResource(f"resource {resource.key!r}, {rule.id}: {found}")
 
 
-def _compiles(resources: Iterable[Resource]) -> None:
-    """Refuse what the matcher cannot build. A host table only buckets and orders the
-    candidates of its resources, so compiling each changed one alone is the whole check."""
+def _compiles(resources: Collection[Resource]) -> None:
+    """Refuse what the matcher or the data plane cannot build. A host table only buckets and
+    orders the candidates of its resources, so compiling each changed one alone is the whole
+    check; so is planning each changed rule."""
     try:
         compile_router(resources)
     except (re.error, ValueError, KeyError, TypeError) as exc:
         # A regular expression the matcher cannot compile, say: the model let it through.
         raise errors.InvalidResource(f"the router could not be built: {exc}") from exc
+    for resource in resources:
+        if isinstance(resource, HostRoutes):
+            try:
+                tables.check_routes(resource)
+            except framing.UnsafeField as exc:
+                raise errors.InvalidResource(str(exc)) from exc

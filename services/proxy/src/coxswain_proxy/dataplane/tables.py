@@ -10,6 +10,11 @@ endpoint pickers, the TLS stores, which ports to bind — so the request path do
 never folding or parsing. Plans are keyed by `id()` of the rule and backend objects the router
 returns; the tables hold the router, so those objects live as long as the keys are used.
 
+Whatever a snapshot holds, nothing compiled here can split a head: every header name and value
+a plan writes, and every piece of a redirect, a rewrite or a CORS answer, passes `framing`
+first, and a value that does not makes the compile raise `framing.UnsafeField` naming the
+resource and the rule (staging calls `check_routes` so the snapshot is Nacked).
+
 Incremental compiles: a delta changes a few resources of thousands, and the proxy's staging keeps
 the objects of the others, so `compile_tables(..., previous=tables)` reuses whatever was compiled
 from a resource object it is handed again (`is`): host tables, rule plans, endpoint pickers (with
@@ -20,12 +25,12 @@ it was compiled from (`Tables.sources`), so no id outlives its object.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from coxswain_proxy import gcpause
-from coxswain_proxy.dataplane import tls, upstream_tls
+from coxswain_proxy.dataplane import framing, tls, upstream_tls
 from coxswain_proxy.dataplane.endpoints import H2C, EndpointPicker
 from coxswain_routing import (
     Backend,
@@ -59,10 +64,13 @@ BytesPlan = tuple[tuple[bytes, HeaderOp, bytes, bytes], ...]
 
 
 def bytes_plan(plan: HeaderPlan) -> BytesPlan:
-    return tuple(
-        (key.encode("latin-1"), op, name.encode("latin-1"), value.encode("latin-1"))
-        for key, (op, name, value) in plan.items()
-    )
+    """The plan in bytes; `framing.UnsafeField` for a name or value no head may carry."""
+    return tuple(_bytes_op(op, name, value) for op, name, value in plan.values())
+
+
+def _bytes_op(op: HeaderOp, name: str, value: str) -> tuple[bytes, HeaderOp, bytes, bytes]:
+    raw = framing.name(name)  # a token, so ASCII: its lower case is the plan's key
+    return (raw.lower(), op, raw, framing.value(value))
 
 
 def apply_plan(plan: BytesPlan, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -144,7 +152,24 @@ def _before_redirect(rule: Rule) -> list[RequestHeaderModifier]:
     return found
 
 
+# The filters whose pieces reach a head other than through a header plan, and their checks.
+_PIECES: dict[type[Any], Callable[[Any], None]] = {
+    RequestRedirect: framing.redirect,
+    URLRewrite: framing.rewrite,
+    Cors: framing.cors,
+}
+
+
+def _check_pieces(rule: Rule) -> None:
+    for f in (*rule.filters, *(g for b in rule.backends for g in b.filters)):
+        check = _PIECES.get(type(f))
+        if check is not None:
+            check(f)
+
+
 def rule_plan(rule: Rule) -> RulePlan:
+    """What a request matching `rule` needs; `framing.UnsafeField` when it could split a head."""
+    _check_pieces(rule)
     redirects = _of(rule.filters, RequestRedirect)
     cors = _of(rule.filters, Cors)
     mirrors = _mirrors(rule.filters)
@@ -263,10 +288,23 @@ def _plans(
     for key, resource in routes.items():
         kept = reuse.kept(key, resource)
         for rule in resource.rules:
-            plan = plans[id(rule)] = before[id(rule)] if kept else rule_plan(rule)
+            plan = plans[id(rule)] = before[id(rule)] if kept else _planned(key, rule)
             if plan.tests_headers:
                 headers.add(resource.bind_port)
     return plans, frozenset(headers)
+
+
+def _planned(key: str, rule: Rule) -> RulePlan:
+    try:
+        return rule_plan(rule)
+    except framing.UnsafeField as exc:
+        raise framing.UnsafeField(f"resource {key!r}, {rule.id}: {exc}") from exc
+
+
+def check_routes(resource: HostRoutes) -> None:
+    """Raise `framing.UnsafeField` when compiling `resource` would: what staging refuses."""
+    for rule in resource.rules:
+        _planned(resource.key, rule)
 
 
 def _needs_own_picker(backend: Backend) -> bool:
