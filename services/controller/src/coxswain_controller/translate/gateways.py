@@ -89,9 +89,9 @@ class GatewayState:
 
 def gateway_states(
     inputs: Inputs, classes: Mapping[str, ClassState], grants: Grants, malformed: list[Event]
-) -> list[GatewayState]:
-    """Every claimed Gateway, oldest first, with its listeners validated; one that cannot be
-    read is left out with a Warning Event (guard.py)."""
+) -> dict[tuple[str, str], GatewayState]:
+    """Every claimed Gateway by (namespace, name), oldest first, with its listeners validated;
+    one that cannot be read is left out with a Warning Event (guard.py)."""
     claimed = [
         g
         for g, class_name in guarded(
@@ -103,15 +103,15 @@ def gateway_states(
         if class_name in classes
     ]
     claimed.sort(key=lambda g: (created(g), namespace(g), name(g)))
-    return [
-        state
+    return {
+        (state.namespace, state.name): state
         for _, state in guarded(
             "Gateway",
             claimed,
             lambda g: _gateway(inputs, g, classes[str(spec(g)["gatewayClassName"])], grants),
             malformed,
         )
-    ]
+    }
 
 
 def _gateway(inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants) -> GatewayState:

@@ -54,12 +54,15 @@ def http_routes(
     tables: ScopeTables,
     memo: RouteMemo | None = None,
 ) -> dict[tuple[str, str], RouteContribution]:
-    """Every HTTPRoute naming a Gateway of ours, by (namespace, name), in that order."""
+    """Every HTTPRoute naming a Gateway of ours, by (namespace, name), in that order; `memo`
+    forgets the routes that are gone."""
     found = {}
     for key in sorted(inputs.table(KIND)):
         contribution = http_route(inputs.table(KIND)[key], inputs, gateways, resolver, tables, memo)
         if contribution is not None:
             found[key] = contribution
+    if memo is not None:
+        memo.keep_only((KIND, ns, n) for ns, n in inputs.table(KIND))
     return found
 
 

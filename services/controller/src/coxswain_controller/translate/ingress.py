@@ -42,7 +42,7 @@ from coxswain_routing import (
     WildcardScope,
 )
 
-__all__ = ["ingresses"]
+__all__ = ["ingress_verdicts", "ingresses"]
 
 LEGACY_ANNOTATION = "kubernetes.io/ingress.class"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
@@ -135,6 +135,16 @@ def ingress_verdicts(
 
 
 def ingresses(
+    inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
+) -> tuple[list[Event], frozenset[tuple[str, str]]]:
+    """Every claimed Ingress's rules and certificates into `tables`: the Events, and the
+    (namespace, name) of every Service they name (a change to one cannot be patched)."""
+    with resolver.recording() as services:
+        events = _ingresses(inputs, options, resolver, tables)
+    return events, frozenset(services)
+
+
+def _ingresses(
     inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
 ) -> list[Event]:
     events: list[Event] = []

@@ -46,7 +46,7 @@ class RouteRules:
     unresolved: list[tuple[Reason, str]] = field(default_factory=list)  # ResolvedRefs False
     notes: list[str] = field(default_factory=list)
     # Every Service the route's references name, resolved or not: what a Service change can
-    # alter about it (translate.pipeline.Pass.patch).
+    # alter about it (translate.incremental.patch).
     services: frozenset[tuple[str, str]] = frozenset()
 
 

@@ -4,7 +4,7 @@ Translation stages add rules here as they accept routes; `resources()` then emit
 resources in canonical order (sorted keys; rules by route identity), so that the same inputs
 always produce the same bytes and hashes.
 
-Why rules can be taken out again: `pipeline.Pass` keeps these tables between passes and,
+Why rules can be taken out again: a kept `products.Pass` holds these tables between passes and,
 when only HTTPRoutes changed, withdraws the old version of each edited route (`remove`) and adds
 the new one. So every addition returns a `Placement` that undoes it exactly, endpoint keys are
 counted rather than collected, and `resources()` rebuilds only the hosts and scopes that changed:
@@ -86,8 +86,9 @@ def _endpoint_uses(rules: Iterable[Rule]) -> list[str]:
 
 
 class ScopeTables:
-    def __init__(self) -> None:
-        self._scopes: dict[Scope, _Scope] = {}
+    def __init__(self, *scopes: Scope) -> None:
+        """`scopes` exist from the start, even with nothing in them (the shared pool)."""
+        self._scopes: dict[Scope, _Scope] = {s: _Scope() for s in scopes}
 
     def scope(self, scope: Scope) -> None:
         """Make sure `scope` exists, even with nothing in it (a dedicated Gateway's snapshot)."""

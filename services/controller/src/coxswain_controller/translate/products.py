@@ -1,0 +1,75 @@
+"""One pass's stage products, and the `TranslateResult` they add up to.
+
+Where it sits: `pipeline.build` runs every stage and keeps what each produced in a `Pass`;
+`incremental.patch` moves a kept `Pass` to new inputs when only HTTPRoutes, EndpointSlices or
+Services changed. Either way `Pass.result()` assembles the verdicts, Events and snapshots, so a
+patched pass answers exactly what a fresh one would (incremental_test compares the two on every
+golden case and on random edit sequences).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coxswain_controller.discovery.scopes import GatewayScope, Identity
+from coxswain_controller.translate.addresses import Addresses
+from coxswain_controller.translate.backends import BackendResolver
+from coxswain_controller.translate.classes import class_events
+from coxswain_controller.translate.gateway_status import gateway_events, gateway_verdict
+from coxswain_controller.translate.gateways import GatewayState
+from coxswain_controller.translate.httproutes import RouteContribution
+from coxswain_controller.translate.inputs import Inputs
+from coxswain_controller.translate.result import (
+    ClassVerdict,
+    Event,
+    IngressVerdict,
+    TranslateResult,
+    Verdict,
+)
+from coxswain_controller.translate.tables import ScopeTables
+
+__all__ = ["Pass"]
+
+
+@dataclass(slots=True, eq=False)
+class Pass:
+    """One translation's stage products, kept so that the next pass can patch them."""
+
+    inputs: Inputs
+    class_verdicts: list[ClassVerdict]
+    gateways: dict[tuple[str, str], GatewayState]  # by (namespace, name), oldest first
+    resolver: BackendResolver
+    tables: ScopeTables
+    routes: dict[tuple[str, str], RouteContribution]  # by (namespace, name), in that order
+    # The Events of what a patch never runs again: Ingresses, and every object found malformed.
+    events: list[Event]
+    addresses: Addresses
+    # Ingresses are not patched: any change to them runs every stage, so these hold.
+    ingress_verdicts: list[IngressVerdict]
+    ingress_services: frozenset[tuple[str, str]]  # the Services Ingresses name
+
+    def result(self) -> TranslateResult:
+        gateways = self.gateways.values()
+        events = [
+            *class_events(self.class_verdicts),
+            *(e for g in gateways for e in gateway_events(g)),
+            *(e for c in self.routes.values() for e in c.events),
+            *self.events,
+            *self.resolver.events,  # slices and policies it could not read
+        ]
+        verdicts: list[Verdict] = [
+            *self.class_verdicts,
+            *(gateway_verdict(g, self.addresses) for g in gateways),
+            *(c.verdict for c in self.routes.values() if c.verdict is not None),
+            *self.ingress_verdicts,
+        ]
+        return TranslateResult(
+            snapshots=self.tables.resources(self.resolver.endpoint_sets),
+            verdicts=tuple(verdicts),
+            events=tuple(sorted(events, key=lambda e: (e.ref, e.reason, e.message))),
+            gateway_identities={
+                g.scope: Identity(g.namespace, f"{g.name}-{g.cls.name}")
+                for g in gateways
+                if isinstance(g.scope, GatewayScope)
+            },
+        )
