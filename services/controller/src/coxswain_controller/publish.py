@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from coxswain_controller.discovery.leadership import Leadership
 from coxswain_controller.discovery.nodes import NodeRegistry
 from coxswain_controller.discovery.registry import SnapshotRegistry
+from coxswain_controller.leader.leadership import Leadership
 from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.gate import ProgrammedGate
 from coxswain_controller.status.writer import StatusWriter

@@ -21,14 +21,13 @@ import grpc.aio
 from coxswain_controller.discovery import (
     ca_secret,
     credentials,
-    leadership,
     listener,
     nodes,
     registry,
     scopes,
 )
 from coxswain_controller.kube import client as kubeclient
-from coxswain_controller.leader import election, pod
+from coxswain_controller.leader import election, leadership, pod
 from coxswain_controller.publish import Publisher
 from coxswain_controller.sources import supervisor
 from coxswain_controller.status.events import EventRecorder

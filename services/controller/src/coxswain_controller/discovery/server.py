@@ -31,7 +31,6 @@ import grpc.aio
 from prometheus_client import Counter, Gauge
 
 from coxswain_controller.discovery import validate
-from coxswain_controller.discovery.leadership import Leadership
 from coxswain_controller.discovery.nodes import Node, NodeConflict, NodeRegistry
 from coxswain_controller.discovery.registry import SnapshotRegistry
 from coxswain_controller.discovery.scopes import (
@@ -43,6 +42,7 @@ from coxswain_controller.discovery.scopes import (
     parse_scope,
 )
 from coxswain_controller.discovery.session import StreamSession
+from coxswain_controller.leader.leadership import Leadership
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
 

@@ -15,8 +15,8 @@ from typing import Any
 import kubernetes
 import pytest
 
-from coxswain_controller.discovery.leadership import Leadership
 from coxswain_controller.leader import election, pod
+from coxswain_controller.leader.leadership import Leadership
 from coxswain_devkit.apiserver import ApiServer
 
 NAMESPACE = "coxswain-system"

@@ -27,9 +27,9 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from coxswain_controller.discovery.leadership import Leadership
 from coxswain_controller.kube import api as kube
 from coxswain_controller.leader import lease, pod
+from coxswain_controller.leader.leadership import Leadership
 from coxswain_service import tasks
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,9 @@
 """Whether this replica leads, and who needs to know when that changes.
 
 Spec 001: "Only the lease holder serves streams ... a standby replica that gets dialled anyway
-... rejects the stream with FAILED_PRECONDITION". Leader election (a Lease) sets the flag;
-the discovery server reads it on every new stream and closes live streams on demotion.
+... rejects the stream with FAILED_PRECONDITION". Leader election (a Lease, `election`) sets
+the flag; the discovery server reads it on every new stream and closes live streams on
+demotion; the publisher writes status and Events only while it is set.
 """
 
 from __future__ import annotations
