@@ -15,14 +15,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-from coxswain_controller.discovery.nodes import Node
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.result import Condition, GatewayVerdict
 
 __all__ = ["ProgrammedGate"]
 
 Bind = tuple[int, str]  # (port, protocol)
+
+
+class ProxyReport(Protocol):
+    """What the gate reads of one connected proxy (the discovery server's `Node` is one): the
+    status side depends on these facts, not on the discovery server's types."""
+
+    @property
+    def node_id(self) -> str: ...
+
+    @property
+    def acked_seq(self) -> int: ...
+
+    @property
+    def bound(self) -> tuple[Bind, ...]: ...
 
 
 class ProgrammedGate:
@@ -35,7 +49,7 @@ class ProgrammedGate:
         *,
         binds: Iterable[Bind],
         stamp_seq: int,
-        nodes: Sequence[Node],
+        nodes: Sequence[ProxyReport],
     ) -> GatewayVerdict:
         """`verdict` with its Programmed condition gated on the proxies' reports."""
         key = (verdict.ref.namespace, verdict.ref.name)
@@ -63,7 +77,7 @@ class ProgrammedGate:
         self._latched.pop((namespace, name), None)
 
 
-def _waiting(binds: set[Bind], stamp_seq: int, nodes: Sequence[Node], scope: str) -> str:
+def _waiting(binds: set[Bind], stamp_seq: int, nodes: Sequence[ProxyReport], scope: str) -> str:
     if not nodes:
         return f"waiting for a proxy serving {scope} to connect"
     unbound = sorted(n.node_id for n in nodes if not binds <= set(n.bound))
