@@ -29,6 +29,7 @@ from coxswain_proxy.conftest import StartController, StartProxy
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.lifecycle import Phase
 from coxswain_proxy.ports import Bound
+from coxswain_proxy.stream import nack_detail
 from coxswain_proxy.testkit import ServerStream, answers, delta, full, routes, within
 from coxswain_routing import RequestHeaderModifier, snapshot_version
 
@@ -292,3 +293,13 @@ async def test_refusals_that_may_be_fixed_later_are_retried(
 
     await opened(await controller.next_stream())
     assert controller.refused == 1
+
+
+def test_a_nack_reason_is_cut_below_what_the_controller_accepts() -> None:
+    # The controller ends a stream whose Nack detail is over 16 KiB; a reconnect would repeat it.
+    reason = "resource 'routes/x' rule 0: bad value; " * 5000
+    detail = nack_detail(reason)
+    assert len(detail.encode()) < 16 * 1024
+    assert detail.startswith("resource 'routes/x' rule 0")
+    assert detail.endswith("more characters)")
+    assert nack_detail("short reason") == "short reason"

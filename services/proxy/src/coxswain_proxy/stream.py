@@ -35,6 +35,10 @@ from coxswain_proxy import errors, gcpause, metrics, ports, snapshot, tasks
 from coxswain_proxy.routing import RoutingHolder
 from coxswain_proxy.svid import Svid
 
+# The controller refuses a Nack whose detail is longer than 16 KiB (and ends the stream, which
+# a reconnect would repeat): a long reason, many resources' problems, is cut below that.
+NACK_DETAIL_LIMIT = 8 * 1024
+
 log = logging.getLogger(__name__)
 
 
@@ -157,8 +161,16 @@ def _rejected(pushed: pb.Snapshot, exc: errors.SnapshotRejected) -> pb.ProxyMess
         "snapshot rejected, keeping the last good one",
         extra={"fields": _fields(pushed) | {"reason": str(exc)}},
     )
-    nack = pb.Nack(version=pushed.version, nonce=pushed.nonce, detail=str(exc))
+    nack = pb.Nack(version=pushed.version, nonce=pushed.nonce, detail=nack_detail(str(exc)))
     return pb.ProxyMessage(nack=nack)
+
+
+def nack_detail(reason: str) -> str:
+    """`reason` as a Nack carries it: whole when short, else cut, saying how much was left out."""
+    if len(reason) <= NACK_DETAIL_LIMIT:
+        return reason
+    kept = reason[: NACK_DETAIL_LIMIT - 64]
+    return f"{kept} ... ({len(reason) - len(kept)} more characters)"
 
 
 def _fields(pushed: pb.Snapshot) -> dict[str, object]:
