@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -19,11 +18,13 @@ from pathlib import Path
 import uvloop
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy import admin, endpoints, errors, logs, ports, svid, tasks
+from coxswain_proxy import endpoints, errors, ports, svid
 from coxswain_proxy._version import __version__
 from coxswain_proxy.client import ClientConfig, DiscoveryClient
 from coxswain_proxy.dataplane import wiring
 from coxswain_proxy.routing import RoutingHolder
+from coxswain_service import admin, logs, signals, tasks
+from coxswain_service.readiness import Readiness
 
 log = logging.getLogger("coxswain_proxy")
 
@@ -44,9 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--dedicated", action="store_true", help="serve one Gateway's snapshot")
     serve.add_argument("--gateway-name", help="the dedicated Gateway's name")
     serve.add_argument("--gateway-namespace", help="the dedicated Gateway's namespace")
-    serve.add_argument("--admin-address", default="0.0.0.0", help="admin listen address")
-    serve.add_argument("--admin-port", type=int, default=9092, help="admin port (0: any)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    admin.add_arguments(serve, port=9092)
     _discovery_flags(serve)
     wiring.add_arguments(serve)
     return parser
@@ -97,7 +96,7 @@ def _scope(args: argparse.Namespace) -> pb.Scope:
 def _client(
     args: argparse.Namespace,
     holder: RoutingHolder,
-    readiness: admin.Readiness,
+    readiness: Readiness,
     binder: ports.PortBinder,
 ) -> DiscoveryClient:
     issuer = svid.SvidIssuer(
@@ -127,7 +126,7 @@ def _client(
 DEGRADED = "degraded: not connected to the controller; serving the last snapshot received"
 
 
-def _connection(readiness: admin.Readiness, connected: bool) -> None:
+def _connection(readiness: Readiness, connected: bool) -> None:
     # Still ready while disconnected: the held routing keeps serving (spec 001); /readyz says
     # it is degraded so an operator sees it.
     if connected:
@@ -138,11 +137,12 @@ def _connection(readiness: admin.Readiness, connected: bool) -> None:
 
 async def serve(args: argparse.Namespace) -> int:
     """Run until SIGTERM (exit status 0) or a worker process dies (1)."""
-    readiness = admin.Readiness()
+    readiness = Readiness()
     readiness.await_("snapshot", "no routing snapshot received from the controller yet")
     holder = RoutingHolder()
     holder.on_swap(lambda _: readiness.satisfy("snapshot"))
-    runner = await admin.start(args.admin_address, args.admin_port, readiness)
+    admin_server = admin.AdminServer(service="proxy", version=__version__, readiness=readiness)
+    await admin_server.start(args.admin_address, args.admin_port)
     binder = ports.PortBinder()
     stop = asyncio.Event()
     failed: list[str] = []
@@ -160,13 +160,11 @@ async def serve(args: argparse.Namespace) -> int:
     discovery = None
     if args.discovery_endpoint:
         client = _client(args, holder, readiness, binder)
-        discovery = tasks.spawn(client.run(), "discovery", may_end=True)
+        discovery = tasks.spawn(client.run(), name="discovery", may_end=True)
     else:
         log.warning("no --discovery-endpoint: the proxy will receive no routing")
         readiness.warn("discovery", "no --discovery-endpoint configured")
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    signals.on_stop(stop.set)
     log.info("proxy started", extra={"fields": {"version": __version__}})
     await stop.wait()
     log.info("stopping")
@@ -174,7 +172,7 @@ async def serve(args: argparse.Namespace) -> int:
         discovery.cancel()
         await asyncio.wait({discovery}, timeout=DISCOVERY_STOP_SECONDS)
     await plane.close()
-    await runner.cleanup()
+    await admin_server.stop()
     log.info("stopped")
     return 1 if failed else 0
 

@@ -18,11 +18,13 @@ import urllib.request
 import pytest
 
 from coxswain_devkit.processes import ServiceProcess
-from coxswain_proxy import admin, cli, testkit
+from coxswain_proxy import cli, testkit
 from coxswain_proxy.conftest import StartController, Trust
 from coxswain_proxy.dataplane import wiring
 from coxswain_proxy.dataplane.runtime import Config
 from coxswain_proxy.testkit import full, routes
+from coxswain_service import admin
+from coxswain_service.readiness import Readiness
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -80,15 +82,15 @@ async def test_serve_subscribes_becomes_ready_on_a_snapshot_and_stops_on_sigterm
 async def test_readyz_names_a_stopped_discovery_without_failing_a_proxy_that_holds_routing() -> (
     None
 ):
-    readiness = admin.Readiness()
+    readiness = Readiness()
     readiness.warn("discovery", "discovery stopped: wire version mismatch")
-    runner = await admin.start("127.0.0.1", 0, readiness)
+    server = admin.AdminServer(service="proxy", version="test", readiness=readiness)
+    ((_, port),) = await server.start("127.0.0.1", 0)
     try:
-        port = runner.addresses[0][1]
         status, body = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/readyz")
         assert (status, body) == (200, "ok\nwarning: discovery stopped: wire version mismatch\n")
     finally:
-        await runner.cleanup()
+        await server.stop()
 
 
 def test_the_slow_client_flags_set_the_data_planes_limits() -> None:

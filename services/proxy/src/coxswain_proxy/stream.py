@@ -31,9 +31,10 @@ import grpc
 import grpc.aio
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy import errors, gcpause, metrics, ports, snapshot, tasks
+from coxswain_proxy import errors, gcpause, metrics, ports, snapshot
 from coxswain_proxy.routing import RoutingHolder
 from coxswain_proxy.svid import Svid
+from coxswain_service import tasks
 
 # The controller refuses a Nack whose detail is longer than 16 KiB (and ends the stream, which
 # a reconnect would repeat): a long reason, many resources' problems, is cut below that.
@@ -73,9 +74,9 @@ class StreamSession:
     async def run(self, renewal: Coroutine[Any, Any, Svid]) -> StreamEnd:
         """Until the stream ends, or `renewal` returns a new SVID and the stream is closed."""
         unwatch = self._bound.watch(self._bind_changed)
-        reader = tasks.spawn(self._read(), "discovery-reader", may_end=True)
-        writer = tasks.spawn(self._write(), "discovery-writer", may_end=True)
-        renewer = tasks.spawn(renewal, "svid-renewal", may_end=True)
+        reader = tasks.spawn(self._read(), name="discovery-reader", may_end=True)
+        writer = tasks.spawn(self._write(), name="discovery-writer", may_end=True)
+        renewer = tasks.spawn(renewal, name="svid-renewal", may_end=True)
         try:
             done, _ = await asyncio.wait(
                 {reader, writer, renewer}, return_when=asyncio.FIRST_COMPLETED
