@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from coxswain_controller.translate.httproutes import KIND as HTTP_ROUTE
-from coxswain_controller.translate.httproutes import http_route, withdraw
 from coxswain_controller.translate.inputs import KINDS, Inputs, Obj, Options, equivalent
-from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.pipeline import build
 from coxswain_controller.translate.products import Pass
 from coxswain_controller.translate.result import TranslateResult
+from coxswain_controller.translate.routes.httproutes import KIND as HTTP_ROUTE
+from coxswain_controller.translate.routes.httproutes import http_route, withdraw
+from coxswain_controller.translate.routes.memo import RouteMemo
 
 __all__ = ["PATCHABLE", "Translator", "changed_keys", "patch"]
 

@@ -10,19 +10,19 @@ EndpointSlices or Services changed instead of running every stage again.
 from __future__ import annotations
 
 from coxswain_controller.discovery.scopes import SHARED_POOL
-from coxswain_controller.translate.addresses import published_addresses
-from coxswain_controller.translate.backends import BackendResolver
-from coxswain_controller.translate.classes import claimed_classes
-from coxswain_controller.translate.finalize import finalize_gateways
-from coxswain_controller.translate.gateways import gateway_states
-from coxswain_controller.translate.grants import Grants
-from coxswain_controller.translate.httproutes import http_routes
-from coxswain_controller.translate.ingress import ingress_verdicts, ingresses
+from coxswain_controller.translate.backends.grants import Grants
+from coxswain_controller.translate.backends.resolver import BackendResolver
+from coxswain_controller.translate.gateways.addresses import published_addresses
+from coxswain_controller.translate.gateways.bind_ports import assign_bind_ports
+from coxswain_controller.translate.gateways.classes import claimed_classes
+from coxswain_controller.translate.gateways.finalize import finalize_gateways
+from coxswain_controller.translate.gateways.gateway_states import gateway_states
+from coxswain_controller.translate.ingress.ingresses import ingress_verdicts, ingresses
 from coxswain_controller.translate.inputs import Inputs, Options
-from coxswain_controller.translate.memo import RouteMemo
-from coxswain_controller.translate.ports import assign_bind_ports
 from coxswain_controller.translate.products import Pass
 from coxswain_controller.translate.result import TranslateResult
+from coxswain_controller.translate.routes.httproutes import http_routes
+from coxswain_controller.translate.routes.memo import RouteMemo
 from coxswain_controller.translate.tables import ScopeTables
 
 __all__ = ["build", "translate"]

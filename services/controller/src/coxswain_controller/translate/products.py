@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coxswain_controller.discovery.scopes import GatewayScope, Identity
-from coxswain_controller.translate.addresses import Addresses
-from coxswain_controller.translate.backends import BackendResolver
-from coxswain_controller.translate.classes import class_events
-from coxswain_controller.translate.gateway_status import gateway_events, gateway_verdict
-from coxswain_controller.translate.gateways import GatewayState
-from coxswain_controller.translate.httproutes import RouteContribution
+from coxswain_controller.translate.backends.resolver import BackendResolver
+from coxswain_controller.translate.gateways.addresses import Addresses
+from coxswain_controller.translate.gateways.classes import class_events
+from coxswain_controller.translate.gateways.gateway_states import GatewayState
+from coxswain_controller.translate.gateways.gateway_status import gateway_events, gateway_verdict
 from coxswain_controller.translate.inputs import Inputs
 from coxswain_controller.translate.result import (
     ClassVerdict,
@@ -26,6 +25,7 @@ from coxswain_controller.translate.result import (
     TranslateResult,
     Verdict,
 )
+from coxswain_controller.translate.routes.httproutes import RouteContribution
 from coxswain_controller.translate.tables import ScopeTables
 
 __all__ = ["Pass"]

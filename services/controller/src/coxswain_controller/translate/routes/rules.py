@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coxswain_controller.translate.backends import BackendResolver
+from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.conditions import Reason
-from coxswain_controller.translate.filters import convert_filters
 from coxswain_controller.translate.inputs import Obj, created, name, namespace, spec
+from coxswain_controller.translate.routes.filters import convert_filters
 from coxswain_routing import (
     Match,
     PathMatch,

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from coxswain_controller.discovery.scopes import SHARED_POOL
-from coxswain_controller.translate.backends import BackendResolver
-from coxswain_controller.translate.certificates import load_tls_secret
+from coxswain_controller.translate.backends.resolver import BackendResolver
+from coxswain_controller.translate.gateways.certificates import load_tls_secret
 from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_event
-from coxswain_controller.translate.ingress_params import ClassParameters, class_parameters
+from coxswain_controller.translate.ingress.ingress_params import ClassParameters, class_parameters
 from coxswain_controller.translate.inputs import (
     Inputs,
     Obj,

@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Iterable
 
 from coxswain_controller.discovery.scopes import SharedPool
-from coxswain_controller.translate.gateways import GatewayState
+from coxswain_controller.translate.gateways.gateway_states import GatewayState
 from coxswain_controller.translate.inputs import Options
 
 __all__ = ["assign_bind_ports"]

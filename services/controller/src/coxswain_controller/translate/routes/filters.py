@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coxswain_controller.translate.backends import BackendResolver
+from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.conditions import Reason
-from coxswain_controller.translate.wire_values import filter_problems
+from coxswain_controller.translate.routes.wire_values import filter_problems
 from coxswain_routing import (
     Cors,
     Filter,

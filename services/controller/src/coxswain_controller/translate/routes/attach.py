@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from coxswain_controller.translate.conditions import Reason
-from coxswain_controller.translate.gateways import GatewayState, ListenerState
-from coxswain_controller.translate.hostnames import intersect
+from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
 from coxswain_controller.translate.inputs import Inputs, Obj, namespace
+from coxswain_controller.translate.routes.hostnames import intersect
 
 __all__ = ["Attachment", "ParentOutcome", "attach"]
 

@@ -11,9 +11,9 @@ never written False).
 from __future__ import annotations
 
 from coxswain_controller.discovery.scopes import SharedPool
-from coxswain_controller.translate.addresses import Addresses
 from coxswain_controller.translate.conditions import ConditionType, Reason
-from coxswain_controller.translate.gateways import GatewayState, ListenerState
+from coxswain_controller.translate.gateways.addresses import Addresses
+from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
 from coxswain_controller.translate.inputs import generation, uid
 from coxswain_controller.translate.result import (
     Condition,

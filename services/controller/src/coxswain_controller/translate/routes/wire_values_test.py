@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from coxswain_controller.translate import wire_values
+from coxswain_controller.translate.routes import wire_values
 
 ok = None
 

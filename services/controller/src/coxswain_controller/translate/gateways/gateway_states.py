@@ -2,7 +2,7 @@
 
 Coxswain isolates Gateways (spec 002): every Gateway keeps its own listeners and ports; nothing
 merges across Gateways. A shared-mode Gateway's listener port is served on a distinct bind port
-of the shared proxy (`ports`), a dedicated Gateway's on its own proxy at the declared port.
+of the shared proxy (`bind_ports`), a dedicated Gateway's on its own proxy at the declared port.
 Within one Gateway, spec 003 "Listeners" applies: "Two listeners on one port must serve one
 protocol; where they do not, ... the earlier listener keeps the port and the other is reported
 and not served", and a UDP listener binds in its own port space. A listener that is not served
@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coxswain_controller.discovery.scopes import SHARED_POOL, GatewayScope, Scope
-from coxswain_controller.translate.certificates import Certificate, load_tls_secret
-from coxswain_controller.translate.classes import ClassState, is_dedicated_ref
+from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.conditions import ConditionType, Reason
-from coxswain_controller.translate.grants import Grants
+from coxswain_controller.translate.gateways.certificates import Certificate, load_tls_secret
+from coxswain_controller.translate.gateways.classes import ClassState, is_dedicated_ref
 from coxswain_controller.translate.guard import guarded
-from coxswain_controller.translate.hostnames import overlap
 from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
 from coxswain_controller.translate.result import Condition, Event
+from coxswain_controller.translate.routes.hostnames import overlap
 from coxswain_routing import ListenerProtocol, TlsMode
 
 __all__ = ["GatewayState", "ListenerState", "gateway_states"]

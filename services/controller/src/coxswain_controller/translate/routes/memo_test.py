@@ -15,8 +15,8 @@ import yaml
 
 from coxswain_controller.translate import Inputs, Options, translate
 from coxswain_controller.translate.goldens import TESTDATA
-from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.render import render
+from coxswain_controller.translate.routes.memo import RouteMemo
 
 CASES = sorted(p for p in TESTDATA.iterdir() if (p / "input.yaml").exists())
 CONTROLLER = Options().gateway_controller

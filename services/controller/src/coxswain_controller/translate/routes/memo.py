@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coxswain_controller.translate.backends import BackendResolver
+from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.inputs import Inputs, Obj, name, namespace
-from coxswain_controller.translate.rules import RouteRules, compile_rules
+from coxswain_controller.translate.routes.rules import RouteRules, compile_rules
 from coxswain_routing import EndpointSet, RequestMirror, Rule
 
 __all__ = ["RouteMemo", "RESOLVED_AGAINST"]

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.conditions import Reason
-from coxswain_controller.translate.grants import Grants
 from coxswain_controller.translate.guard import MALFORMED, guarded
 from coxswain_controller.translate.inputs import Inputs, Obj, created, meta, name, namespace, spec
 from coxswain_controller.translate.result import Event

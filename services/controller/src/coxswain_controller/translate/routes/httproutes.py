@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from coxswain_controller.translate.attach import ParentOutcome, attach
-from coxswain_controller.translate.backends import BackendResolver
+from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.conditions import ConditionType, Reason
-from coxswain_controller.translate.gateways import GatewayState, ListenerState
+from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
 from coxswain_controller.translate.guard import MALFORMED, malformed_event
 from coxswain_controller.translate.inputs import Inputs, Obj, generation, name, namespace, uid
-from coxswain_controller.translate.memo import RouteMemo
 from coxswain_controller.translate.result import (
     Condition,
     Event,
@@ -27,7 +25,9 @@ from coxswain_controller.translate.result import (
     ParentVerdict,
     RouteVerdict,
 )
-from coxswain_controller.translate.rules import RouteRules, compile_rules
+from coxswain_controller.translate.routes.attach import ParentOutcome, attach
+from coxswain_controller.translate.routes.memo import RouteMemo
+from coxswain_controller.translate.routes.rules import RouteRules, compile_rules
 from coxswain_controller.translate.tables import Placement, ScopeTables
 
 __all__ = ["RouteContribution", "http_route", "http_routes", "withdraw"]

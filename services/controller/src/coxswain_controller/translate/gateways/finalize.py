@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from coxswain_controller.translate.gateways import GatewayState
+from coxswain_controller.translate.gateways.gateway_states import GatewayState
 from coxswain_controller.translate.inputs import generation
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import Listener, TlsCertificate
