@@ -45,6 +45,7 @@ from coxswain_controller.discovery.session import StreamSession
 from coxswain_controller.leader.leadership import Leadership
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
+from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
 
@@ -233,8 +234,10 @@ class DiscoveryService:
                 await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(err))
             held.callback(self._registry.watch(scope, lambda: events.put_nowait(_CHANGED)))
             held.callback(self._leadership.subscribe(on_leadership))
-            reader = asyncio.create_task(
-                _read(requests, events, node.node_id), name=f"discovery-read-{node.node_id}"
+            reader = tasks.spawn(
+                _read(requests, events, node.node_id),
+                name=f"discovery-read-{node.node_id}",
+                may_end=True,
             )
             held.push_async_callback(_stop, reader)
             STREAMS.inc()

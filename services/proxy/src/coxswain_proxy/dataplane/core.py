@@ -22,6 +22,7 @@ from coxswain_proxy.dataplane import mirror, outbox, tables
 from coxswain_proxy.dataplane.listeners import Listeners
 from coxswain_proxy.dataplane.runtime import Config, Runtime
 from coxswain_proxy.dataplane.upstream import Connector
+from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +72,7 @@ class Dataplane:
             reuse_port=self.options.reuse_port,
             sockets=self._sockets,
         )
-        self._sweeper = asyncio.get_running_loop().create_task(
-            self._sweep(), name="dataplane-sweep"
-        )
+        self._sweeper = tasks.spawn(self._sweep(), name="dataplane-sweep")
         return self
 
     async def apply(self, resources: tables.Resources, version: str = "") -> list[BoundPort]:
@@ -139,8 +138,7 @@ class Dataplane:
         for conn in list(rt.connections):
             conn.close()  # type: ignore[attr-defined]
         if self._sweeper is not None:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
+            await tasks.cancel(self._sweeper)
         await rt.connector.close()
         await mirror.close()
         # Let the transports closed above run their connection_lost before the loop ends.

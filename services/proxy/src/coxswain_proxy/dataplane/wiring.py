@@ -32,6 +32,7 @@ from coxswain_proxy.dataplane.stats import Stats
 from coxswain_proxy.dataplane.workers import Workers
 from coxswain_proxy.routing import RoutingHolder
 from coxswain_proxy.snapshot import RoutingState
+from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +117,7 @@ class Relay:
     applied_at: float = 0.0
 
     def __post_init__(self) -> None:
-        self._refresh = asyncio.get_running_loop().create_task(
-            self._stats(), name="dataplane-stats"
-        )
+        self._refresh = tasks.spawn(self._stats(), name="dataplane-stats")
 
     async def apply(self, state: RoutingState) -> list[BoundPort]:
         # By key, as staged: the resources a delta did not carry are the objects applied
@@ -138,8 +137,7 @@ class Relay:
             self.stats = await self.workers.stats()
 
     async def close(self) -> None:
-        self._refresh.cancel()
-        await asyncio.gather(self._refresh, return_exceptions=True)
+        await tasks.cancel(self._refresh)
         if self.workers is not None:
             await self.workers.close(self.grace)
         if self.plane is not None:

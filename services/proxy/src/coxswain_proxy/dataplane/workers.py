@@ -39,6 +39,7 @@ from coxswain_proxy.dataplane import tables
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.stats import Stats
 from coxswain_routing import Resource, from_wire, to_wire
+from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ class Workers:
             def ended(process: BaseProcess = process) -> None:
                 loop.remove_reader(process.sentinel)
                 if not self._closing:
-                    task = loop.create_task(reap(process), name=f"reap-{process.name}")
+                    task = tasks.spawn(reap(process), name=f"reap-{process.name}", may_end=True)
                     self._reaping.add(task)
                     task.add_done_callback(self._reaping.discard)
 
