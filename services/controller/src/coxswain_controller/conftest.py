@@ -23,9 +23,9 @@ from coxswain_controller.discovery.credentials import (
 )
 from coxswain_controller.discovery.nodes import NodeRegistry
 from coxswain_controller.discovery.registry import SnapshotRegistry
-from coxswain_controller.discovery.scopes import Identity
 from coxswain_controller.discovery.server import DiscoveryService
 from coxswain_controller.leader.leadership import Leadership
+from coxswain_controller.translate.scopes import Identity
 from coxswain_devkit.pki import CertificateAuthority, Issued, spiffe_id
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc

@@ -24,7 +24,6 @@ from coxswain_controller.discovery import (
     listener,
     nodes,
     registry,
-    scopes,
 )
 from coxswain_controller.kube import client as kubeclient
 from coxswain_controller.leader import election, leadership, pod
@@ -32,7 +31,7 @@ from coxswain_controller.publish import Publisher
 from coxswain_controller.sources import supervisor
 from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.writer import StatusWriter
-from coxswain_controller.translate import Inputs, Options
+from coxswain_controller.translate import Inputs, Options, scopes
 from coxswain_controller.translate.inputs import KINDS
 from coxswain_service import tasks
 from coxswain_service.readiness import Readiness

@@ -28,11 +28,11 @@ from coxswain_controller.discovery import listener, validate
 from coxswain_controller.discovery.credentials import CertificateAuthority as CA
 from coxswain_controller.discovery.nodes import NodeRegistry
 from coxswain_controller.discovery.registry import SnapshotRegistry
-from coxswain_controller.discovery.scopes import SHARED_POOL
 from coxswain_controller.leader.leadership import Leadership
 from coxswain_controller.publish import Publisher
 from coxswain_controller.status.writer import StatusWriter
 from coxswain_controller.translate import Inputs, Options
+from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_devkit import crds
 from coxswain_devkit.apiserver import ThreadedApiServer
 from coxswain_devkit.pki import CertificateAuthority

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from coxswain_controller.conftest import Controller, subscribe
-from coxswain_controller.discovery.scopes import SHARED_POOL, GatewayScope, Identity
+from coxswain_controller.translate.scopes import SHARED_POOL, GatewayScope, Identity
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
 from coxswain_routing import Endpoint, EndpointSet

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import Counter
 
-from coxswain_controller.discovery.scopes import Identity, Scope
+from coxswain_controller.translate.scopes import Identity, Scope
 
 log = logging.getLogger(__name__)
 

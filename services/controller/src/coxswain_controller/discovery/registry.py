@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from coxswain_controller.discovery.scopes import GatewayScope, Identity, Scope
+from coxswain_controller.translate.scopes import GatewayScope, Identity, Scope
 from coxswain_proto import discovery as pb
 from coxswain_routing import Resource, snapshot_version, to_wire
 

@@ -31,18 +31,17 @@ import grpc.aio
 from prometheus_client import Counter, Gauge
 
 from coxswain_controller.discovery import validate
-from coxswain_controller.discovery.nodes import Node, NodeConflict, NodeRegistry
-from coxswain_controller.discovery.registry import SnapshotRegistry
-from coxswain_controller.discovery.scopes import (
-    Identity,
+from coxswain_controller.discovery.admission import (
     MalformedScope,
-    Scope,
     authorize,
     parse_identity,
     parse_scope,
 )
+from coxswain_controller.discovery.nodes import Node, NodeConflict, NodeRegistry
+from coxswain_controller.discovery.registry import SnapshotRegistry
 from coxswain_controller.discovery.session import StreamSession
 from coxswain_controller.leader.leadership import Leadership
+from coxswain_controller.translate.scopes import Identity, Scope
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
 from coxswain_service import tasks

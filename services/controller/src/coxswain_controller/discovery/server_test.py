@@ -17,7 +17,7 @@ import grpc.aio
 import pytest
 
 from coxswain_controller.conftest import TRUST_DOMAIN, Controller, subscribe
-from coxswain_controller.discovery.scopes import SHARED_POOL, GatewayScope, Identity
+from coxswain_controller.translate.scopes import SHARED_POOL, GatewayScope, Identity
 from coxswain_devkit.pki import CertificateAuthority, spiffe_id
 from coxswain_proto import discovery as pb
 from coxswain_routing import (

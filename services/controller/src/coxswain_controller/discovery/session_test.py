@@ -9,8 +9,8 @@ from __future__ import annotations
 import itertools
 
 from coxswain_controller.discovery.registry import Published, SnapshotRegistry
-from coxswain_controller.discovery.scopes import SHARED_POOL
 from coxswain_controller.discovery.session import StreamSession
+from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_proto import discovery as pb
 from coxswain_routing import Endpoint, EndpointSet
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 
 from coxswain_controller.discovery.nodes import Node
-from coxswain_controller.discovery.scopes import SHARED_POOL, Identity
 from coxswain_controller.status.gate import ProgrammedGate
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.result import Condition, GatewayVerdict, ObjectRef
+from coxswain_controller.translate.scopes import SHARED_POOL, Identity
 
 BINDS = {(25552, "HTTP")}
 

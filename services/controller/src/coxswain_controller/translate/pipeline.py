@@ -9,7 +9,6 @@ EndpointSlices or Services changed instead of running every stage again.
 
 from __future__ import annotations
 
-from coxswain_controller.discovery.scopes import SHARED_POOL
 from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.addresses import published_addresses
@@ -23,6 +22,7 @@ from coxswain_controller.translate.products import Pass
 from coxswain_controller.translate.result import TranslateResult
 from coxswain_controller.translate.routes.httproutes import http_routes
 from coxswain_controller.translate.routes.memo import RouteMemo
+from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_controller.translate.tables import ScopeTables
 
 __all__ = ["build", "translate"]

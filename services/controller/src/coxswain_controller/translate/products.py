@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coxswain_controller.discovery.scopes import GatewayScope, Identity
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.addresses import Addresses
 from coxswain_controller.translate.gateways.classes import class_events
@@ -26,6 +25,7 @@ from coxswain_controller.translate.result import (
     Verdict,
 )
 from coxswain_controller.translate.routes.httproutes import RouteContribution
+from coxswain_controller.translate.scopes import GatewayScope, Identity
 from coxswain_controller.translate.tables import ScopeTables
 
 __all__ = ["Pass"]

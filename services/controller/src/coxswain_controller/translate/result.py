@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coxswain_controller.discovery.scopes import GatewayScope, Identity, Scope
 from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_controller.translate.scopes import GatewayScope, Identity, Scope
 from coxswain_routing import Resource
 
 __all__ = [

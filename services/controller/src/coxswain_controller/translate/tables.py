@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from coxswain_controller.discovery.scopes import Scope
+from coxswain_controller.translate.scopes import Scope
 from coxswain_routing import (
     EndpointSet,
     GatewayListeners,

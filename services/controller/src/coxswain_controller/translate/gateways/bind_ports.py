@@ -15,9 +15,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from coxswain_controller.discovery.scopes import SharedPool
 from coxswain_controller.translate.gateways.gateway_states import GatewayState
 from coxswain_controller.translate.inputs import Options
+from coxswain_controller.translate.scopes import SharedPool
 
 __all__ = ["assign_bind_ports"]
 

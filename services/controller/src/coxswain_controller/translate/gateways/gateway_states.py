@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coxswain_controller.discovery.scopes import SHARED_POOL, GatewayScope, Scope
 from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways.certificates import Certificate, load_tls_secret
@@ -26,6 +25,7 @@ from coxswain_controller.translate.guard import guarded
 from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
 from coxswain_controller.translate.result import Condition, Event
 from coxswain_controller.translate.routes.hostnames import overlap
+from coxswain_controller.translate.scopes import SHARED_POOL, GatewayScope, Scope
 from coxswain_routing import ListenerProtocol, TlsMode
 
 __all__ = ["GatewayState", "ListenerState", "gateway_states"]

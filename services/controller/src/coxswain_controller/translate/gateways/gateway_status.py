@@ -10,7 +10,6 @@ never written False).
 
 from __future__ import annotations
 
-from coxswain_controller.discovery.scopes import SharedPool
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways.addresses import Addresses
 from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
@@ -22,6 +21,7 @@ from coxswain_controller.translate.result import (
     ListenerVerdict,
     ObjectRef,
 )
+from coxswain_controller.translate.scopes import SharedPool
 
 __all__ = ["gateway_events", "gateway_verdict"]
 

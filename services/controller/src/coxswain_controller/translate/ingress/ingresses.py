@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coxswain_controller.discovery.scopes import SHARED_POOL
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.certificates import load_tls_secret
 from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_event
@@ -31,6 +30,7 @@ from coxswain_controller.translate.inputs import (
     uid,
 )
 from coxswain_controller.translate.result import Event, IngressVerdict, ObjectRef
+from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import (
     Match,

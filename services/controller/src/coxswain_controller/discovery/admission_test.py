@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from coxswain_controller.discovery.scopes import (
-    SHARED_POOL,
-    GatewayScope,
-    Identity,
+from coxswain_controller.discovery.admission import (
     MalformedScope,
-    Scope,
     authorize,
     parse_identity,
     parse_scope,
 )
+from coxswain_controller.translate.scopes import SHARED_POOL, GatewayScope, Identity, Scope
 from coxswain_proto import discovery as pb
 
 SHARED = Identity("coxswain-system", "coxswain-proxy")

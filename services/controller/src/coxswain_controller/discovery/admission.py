@@ -1,4 +1,4 @@
-"""Subscription scopes and who may hold them.
+"""Admission of a discovery stream: which scope it asks for, who is asking, and may they.
 
 Spec 002 "Scope-aware dispatch": "A Subscribe message with no scope field is treated as
 SharedPool. A scope message with no kind discriminator is rejected as malformed to prevent a
@@ -11,46 +11,17 @@ before sending any snapshot — a mismatch yields PERMISSION_DENIED."
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from coxswain_controller.translate.scopes import (
+    SHARED_POOL,
+    GatewayScope,
+    Identity,
+    Scope,
+    SharedPool,
+)
 from coxswain_proto import discovery as pb
 
-__all__ = [
-    "GatewayScope",
-    "SHARED_POOL",
-    "Identity",
-    "MalformedScope",
-    "Scope",
-    "SharedPool",
-    "authorize",
-    "parse_identity",
-    "parse_scope",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class SharedPool:
-    key = "shared"
-
-    def __str__(self) -> str:
-        return "SharedPool"
-
-
-@dataclass(frozen=True, slots=True)
-class GatewayScope:
-    namespace: str
-    name: str
-
-    @property
-    def key(self) -> str:
-        return f"gateway/{self.namespace}/{self.name}"
-
-    def __str__(self) -> str:
-        return f"Gateway {self.namespace}/{self.name}"
-
-
-Scope = SharedPool | GatewayScope
-SHARED_POOL = SharedPool()
+__all__ = ["MalformedScope", "authorize", "parse_identity", "parse_scope"]
 
 
 class MalformedScope(ValueError):
@@ -67,17 +38,6 @@ def parse_scope(scope: pb.Scope | None) -> Scope:
             raise MalformedScope("a Gateway scope needs both namespace and name")
         return GatewayScope(scope.gateway.namespace, scope.gateway.name)
     raise MalformedScope("scope has no kind: send shared_pool or gateway, never an empty scope")
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """A proxy's ServiceAccount, as its SVID names it."""
-
-    namespace: str
-    service_account: str
-
-    def __str__(self) -> str:
-        return f"ns/{self.namespace}/sa/{self.service_account}"
 
 
 def parse_identity(spiffe_id: str, trust_domain: str) -> Identity | None:
