@@ -19,7 +19,12 @@ from coxswain_routing._filters import (
     redirect_location,
     rewrite_path,
 )
-from coxswain_routing._hosts import host_pattern_covers, normalize_host
+from coxswain_routing._hosts import (
+    host_pattern_covers,
+    hostnames_overlap,
+    intersect_hostnames,
+    normalize_host,
+)
 from coxswain_routing._matcher import Miss, Outcome, Router, compile_router, parse_query
 from coxswain_routing._model import *  # noqa: F403 (the model's own __all__)
 from coxswain_routing._model import __all__ as _model_all
@@ -47,6 +52,8 @@ __all__ = [
     "normalize_host",
     "normalize_path",
     "host_pattern_covers",
+    "hostnames_overlap",
+    "intersect_hostnames",
     "prefix_covers",
     "Explanation",
     "Verdict",

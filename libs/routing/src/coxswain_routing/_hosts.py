@@ -1,15 +1,28 @@
-"""Host normalisation and the host tiers a request is resolved through.
+"""Host normalisation, the wildcard rule, and the hostname intersection built on it.
 
 Spec 003 "Matches and precedence": requests are resolved "by host first — the exact hostname,
 then wildcards covering it from the nearest label boundary outward, then hostless routes".
 A Gateway API wildcard (`*.example.com`) covers any number of labels; an Ingress wildcard
 covers exactly one (Kubernetes Ingress: "*.foo.com" matches "bar.foo.com" but not
 "baz.bar.foo.com"). Neither covers the bare suffix (`example.com`).
+
+The one rule (`host_pattern_covers`) serves all three places that need it: the controller
+attaching routes to listeners and finding overlapping listeners (`intersect_hostnames`,
+`hostnames_overlap`), the proxy choosing the listener a TLS server name selected, and the
+matcher's host tiers.
 """
 
 from __future__ import annotations
 
-__all__ = ["normalize_host", "wildcard_suffixes", "host_pattern_covers"]
+from collections.abc import Sequence
+
+__all__ = [
+    "normalize_host",
+    "wildcard_suffixes",
+    "host_pattern_covers",
+    "intersect_hostnames",
+    "hostnames_overlap",
+]
 
 
 def normalize_host(host: str) -> str:
@@ -52,3 +65,46 @@ def host_pattern_covers(pattern: str, host: str, *, one_label: bool = False) -> 
     if not host.endswith(suffix) or len(host) == len(suffix):
         return False
     return not one_label or "." not in host[: -len(suffix)]
+
+
+def _wildcard(host: str) -> bool:
+    return host.startswith("*.")
+
+
+def intersect_hostnames(listener: str, route: Sequence[str]) -> list[str]:
+    """The hostnames (`""` meaning every host) a route is served for on a listener.
+
+    Spec 003 "Route attachment and hostnames": "a listener with no hostname admits whatever the
+    route names, or every hostname when the route names none; a route naming no hostname takes
+    the listener's; otherwise each route hostname is kept when it equals the listener's or falls
+    within its wildcard (*.example.com admits shop.example.com and deep.shop.example.com), and a
+    wildcard route hostname is narrowed to a precise listener it covers."
+    """
+    if not route:
+        return [listener]
+    if not listener:
+        return sorted(set(route))
+    kept: set[str] = set()
+    for host in route:
+        if host == listener or (
+            _wildcard(listener) and not _wildcard(host) and host_pattern_covers(listener, host)
+        ):
+            kept.add(host)
+        elif _wildcard(host) and not _wildcard(listener) and host_pattern_covers(host, listener):
+            kept.add(listener)
+        elif _wildcard(host) and _wildcard(listener):
+            if host_pattern_covers(listener, host[2:]):
+                kept.add(host)
+            elif host_pattern_covers(host, listener[2:]):
+                kept.add(listener)
+    return sorted(kept)
+
+
+def hostnames_overlap(a: str, b: str) -> bool:
+    """Whether two listener hostnames (`""` for any host) can both claim some request host:
+    the same name, a wildcard covering the other name, or no hostname at all."""
+    if not a or not b or a == b:
+        return True
+    if _wildcard(a) and host_pattern_covers(a, b[2:] if _wildcard(b) else b):
+        return True
+    return _wildcard(b) and host_pattern_covers(b, a[2:] if _wildcard(a) else a)

@@ -1,6 +1,7 @@
 """Host normalisation and the wildcard rules for Gateway API and Ingress hosts.
 
-Covers `normalize_host` and `host_pattern_covers`. The tier order a request is resolved
+Covers `normalize_host`, `host_pattern_covers`, and the intersection and overlap of listener
+and route hostnames built on it. The tier order a request is resolved
 through is in matcher_test.py.
 """
 
@@ -8,7 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from coxswain_routing import host_pattern_covers, normalize_host
+from coxswain_routing import (
+    host_pattern_covers,
+    hostnames_overlap,
+    intersect_hostnames,
+    normalize_host,
+)
 
 
 @pytest.mark.parametrize(
@@ -53,3 +59,41 @@ def test_host_pattern_covers(pattern: str, host: str, one_label: bool, covers: b
     # Spec 003: "a route served on *.example.com answers shop.example.com and
     # deep.shop.example.com, but not example.com"; Ingress wildcards cover one label.
     assert host_pattern_covers(pattern, host, one_label=one_label) is covers
+
+
+@pytest.mark.parametrize(
+    ("listener", "route", "served"),
+    [
+        pytest.param("", [], [""], id="no-hostnames-anywhere-serves-every-host"),
+        pytest.param("", ["b.com", "a.com", "a.com"], ["a.com", "b.com"], id="hostless-listener"),
+        pytest.param("a.com", [], ["a.com"], id="hostless-route-takes-the-listeners"),
+        pytest.param("a.com", ["a.com", "b.com"], ["a.com"], id="exact-kept-others-dropped"),
+        pytest.param("*.a.com", ["x.a.com", "y.x.a.com"], ["x.a.com", "y.x.a.com"],
+                     id="listener-wildcard-admits-any-depth"),
+        pytest.param("*.a.com", ["a.com"], [], id="wildcard-never-covers-the-bare-suffix"),
+        pytest.param("x.a.com", ["*.a.com"], ["x.a.com"], id="route-wildcard-narrowed"),
+        pytest.param("*.a.com", ["*.x.a.com"], ["*.x.a.com"], id="narrower-route-wildcard-kept"),
+        pytest.param("*.x.a.com", ["*.a.com"], ["*.x.a.com"], id="wider-route-wildcard-narrowed"),
+        pytest.param("*.a.com", ["*.b.com"], [], id="disjoint-wildcards"),
+    ],
+)  # fmt: skip
+def test_intersect_hostnames(listener: str, route: list[str], served: list[str]) -> None:
+    # Spec 003 "Route attachment and hostnames".
+    assert intersect_hostnames(listener, route) == served
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "overlap"),
+    [
+        pytest.param("", "a.com", True, id="hostless-overlaps-everything"),
+        pytest.param("a.com", "a.com", True, id="same-name"),
+        pytest.param("*.a.com", "x.a.com", True, id="wildcard-covers-name"),
+        pytest.param("x.a.com", "*.a.com", True, id="symmetric"),
+        pytest.param("*.a.com", "*.x.a.com", True, id="nested-wildcards"),
+        pytest.param("*.a.com", "a.com", False, id="bare-suffix-not-covered"),
+        pytest.param("a.com", "b.com", False, id="different-names"),
+    ],
+)
+def test_hostnames_overlap(a: str, b: str, overlap: bool) -> None:
+    assert hostnames_overlap(a, b) is overlap
+    assert hostnames_overlap(b, a) is overlap

@@ -24,9 +24,8 @@ from coxswain_controller.translate.gateways.classes import ClassState, is_dedica
 from coxswain_controller.translate.guard import guarded
 from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
 from coxswain_controller.translate.result import Condition, Event
-from coxswain_controller.translate.routes.hostnames import overlap
 from coxswain_controller.translate.scopes import SHARED_POOL, GatewayScope, Scope
-from coxswain_routing import ListenerProtocol, TlsMode
+from coxswain_routing import ListenerProtocol, TlsMode, hostnames_overlap
 
 __all__ = ["GatewayState", "ListenerState", "gateway_states"]
 
@@ -306,7 +305,7 @@ def _overlapping_tls(listeners: list[ListenerState]) -> None:
             for x in https
             if x is not listener
             and x.port == listener.port
-            and overlap(x.hostname, listener.hostname)
+            and hostnames_overlap(x.hostname, listener.hostname)
         ]
         if not others:
             continue

@@ -21,7 +21,7 @@ from typing import Any
 from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
 from coxswain_controller.translate.inputs import Inputs, Obj, namespace
-from coxswain_controller.translate.routes.hostnames import intersect
+from coxswain_routing import intersect_hostnames
 
 __all__ = ["Attachment", "ParentOutcome", "attach"]
 
@@ -98,7 +98,7 @@ def _outcome(
     attachments = tuple(
         Attachment(gateway, x, tuple(names))
         for x in allowed
-        if (names := intersect(x.hostname, hostnames))
+        if (names := intersect_hostnames(x.hostname, hostnames))
     )
     if not attachments:
         return ParentOutcome(
