@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
-RESULTS = ("issued", "unauthenticated", "permission_denied", "invalid_argument", "unavailable")
+RESULTS = (
+    "issued",
+    "unauthenticated",
+    "permission_denied",
+    "invalid_argument",
+    "unavailable",
+    "internal",  # a bug met while answering: the caller got INTERNAL, the log has the traceback
+)
 
 ISSUANCE = Counter(
     "coxswain_identity_svid_issuance",
