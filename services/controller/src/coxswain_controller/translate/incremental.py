@@ -3,11 +3,11 @@
 Where it sits: the publisher owns one `Translator` and calls `translate(inputs)` for every
 debounced change. The watch cache never mutates an object and swaps a kind's whole table when
 any object of that kind changes, so comparing tables by identity tells exactly which kinds
-changed since the last pass. When only HTTPRoutes, EndpointSlices or Services did — route edits
-and endpoint churn, the everyday changes — the last `Pass` is patched (`patch`); any other
-change runs every stage again (`pipeline.build`), still reusing compiled routes through the
-`RouteMemo`. Either way the result equals what the pure `translate()` returns for the same
-inputs (incremental_test checks it).
+changed since the last pass. When only HTTPRoutes, GRPCRoutes, EndpointSlices or Services
+did — route edits and endpoint churn, the everyday changes — the last `Pass` is patched
+(`patch`); any other change runs every stage again (`pipeline.build`), still reusing compiled
+routes through the `RouteMemo`. Either way the result equals what the pure `translate()`
+returns for the same inputs (incremental_test checks it).
 """
 
 from __future__ import annotations
@@ -18,14 +18,16 @@ from coxswain_controller.translate.inputs import KINDS, Inputs, Obj, Options, eq
 from coxswain_controller.translate.pipeline import build
 from coxswain_controller.translate.products import Pass
 from coxswain_controller.translate.result import TranslateResult
+from coxswain_controller.translate.routes.grpcroutes import KIND as GRPC_ROUTE
 from coxswain_controller.translate.routes.httproutes import KIND as HTTP_ROUTE
 from coxswain_controller.translate.routes.httproutes import http_route, withdraw
 from coxswain_controller.translate.routes.memo import RouteMemo
+from coxswain_controller.translate.routes.stage import route_stage
 
 __all__ = ["PATCHABLE", "Translator", "changed_keys", "patch"]
 
 # The kinds a `Pass` can absorb a change to without running every stage again.
-PATCHABLE = frozenset({HTTP_ROUTE, "EndpointSlice", "Service"})
+PATCHABLE = frozenset({HTTP_ROUTE, GRPC_ROUTE, "EndpointSlice", "Service"})
 
 
 class Translator:
@@ -67,7 +69,10 @@ def patch(kept: Pass, inputs: Inputs, memo: RouteMemo | None = None) -> bool:
     EndpointSlices refresh the endpoint sets of their Services; a changed Service refreshes
     its endpoint sets and sends every route naming it through translation again, as does a
     change to the route itself (withdrawn, then translated anew). Ingress contributions are
-    not kept apart, so a Service an Ingress names declines the patch.
+    not kept apart, so a Service an Ingress names declines the patch. While GRPCRoutes are in
+    play, a route can win or lose a listener to a route of the other kind that did not change
+    (`routes.conflicts`), so any route or Service change runs the whole routes stage again on
+    the kept Gateways; compiled rules still come from the memo.
     """
     services = changed_keys(kept.inputs.table("Service"), inputs.table("Service"))
     if services & kept.ingress_services:
@@ -77,6 +82,8 @@ def patch(kept: Pass, inputs: Inputs, memo: RouteMemo | None = None) -> bool:
     # A route whose new version differs only in status (our own write) translates alike.
     changed = [] if old is new else [k for k, r in new.items() if _edited(old.get(k), r)]
     changed += [k for k in old if k not in new]
+    grpc = changed_keys(kept.inputs.table(GRPC_ROUTE), inputs.table(GRPC_ROUTE))
+    together = bool(kept.grpc_routes or grpc)
     if services:
         edited = set(changed)
         changed += [k for k, c in kept.routes.items() if c.services & services and k not in edited]
@@ -84,6 +91,18 @@ def patch(kept: Pass, inputs: Inputs, memo: RouteMemo | None = None) -> bool:
     if kept.inputs.table("EndpointSlice") is not inputs.table("EndpointSlice"):
         kept.tables.endpoints_changed(kept.resolver.refresh_endpoints(inputs))
     kept.inputs = inputs
+    if together and (changed or grpc or services):
+        _rerun_routes(kept, inputs, memo)
+    else:
+        _patch_routes(kept, changed, inputs, memo)
+    return True
+
+
+def _patch_routes(
+    kept: Pass, changed: list[tuple[str, str]], inputs: Inputs, memo: RouteMemo | None
+) -> None:
+    """Withdraw and translate anew each changed HTTPRoute, where no GRPCRoute is in play."""
+    new = inputs.table(HTTP_ROUTE)
     appended = False
     for key in changed:
         held = kept.routes.get(key)
@@ -105,7 +124,14 @@ def patch(kept: Pass, inputs: Inputs, memo: RouteMemo | None = None) -> bool:
     if appended:
         # The canonical (namespace, name) order a fresh pass produces.
         kept.routes = dict(sorted(kept.routes.items()))
-    return True
+
+
+def _rerun_routes(kept: Pass, inputs: Inputs, memo: RouteMemo | None) -> None:
+    """Withdraw every route of both kinds and run the routes stage again on the kept pass."""
+    for contribution in (*kept.routes.values(), *kept.grpc_routes.values()):
+        withdraw(contribution, kept.tables)
+    routes = route_stage(inputs, kept.gateways, kept.resolver, kept.tables, memo)
+    kept.routes, kept.grpc_routes = routes.http, routes.grpc
 
 
 def changed_keys(

@@ -3,7 +3,7 @@
 A pure function in named stages, read top to bottom in `build` (as Envoy Gateway's translator
 and Contour's DAG builder read): each stage's comment says why it comes where it does. No I/O;
 the same inputs give the same result, byte for byte. What the stages produce is kept in a `Pass`
-(products.py), so that `incremental.Translator` can patch it when only HTTPRoutes,
+(products.py), so that `incremental.Translator` can patch it when only routes,
 EndpointSlices or Services changed instead of running every stage again.
 """
 
@@ -20,8 +20,8 @@ from coxswain_controller.translate.ingress.ingresses import ingress_verdicts, in
 from coxswain_controller.translate.inputs import Inputs, Options
 from coxswain_controller.translate.products import Pass
 from coxswain_controller.translate.result import TranslateResult
-from coxswain_controller.translate.routes.httproutes import http_routes
 from coxswain_controller.translate.routes.memo import RouteMemo
+from coxswain_controller.translate.routes.stage import route_stage
 from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_controller.translate.tables import ScopeTables
 
@@ -56,9 +56,10 @@ def build(inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pa
     # The tables the routes fill, the shared pool's from the start: its proxies get a snapshot
     # even when nothing is served.
     tables = ScopeTables(SHARED_POOL)
-    # HTTPRoutes once every listener is final: attachment reads its port, hostname and allowed
-    # kinds, and counts what it attaches.
-    routes = http_routes(inputs, gateways, resolver, tables, memo)
+    # HTTPRoutes and GRPCRoutes once every listener is final: attachment reads its port,
+    # hostname and allowed kinds, and counts what it attaches; the two kinds run together, since
+    # they can contend for one listener's hostnames.
+    routes = route_stage(inputs, gateways, resolver, tables, memo)
     # Ingresses after HTTPRoutes, on ports of their own (kept out of the bind-port range), so the
     # order changes nothing either serves; a patch re-runs only routes, so the Services Ingresses
     # name are recorded, and a change to one of those runs every stage again.
@@ -78,7 +79,8 @@ def build(inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pa
         gateways=gateways,
         resolver=resolver,
         tables=tables,
-        routes=routes,
+        routes=routes.http,
+        grpc_routes=routes.grpc,
         events=ingress_events + malformed,
         addresses=addresses,
         ingress_verdicts=verdicts,

@@ -1,7 +1,7 @@
 """One pass's stage products, and the `TranslateResult` they add up to.
 
 Where it sits: `pipeline.build` runs every stage and keeps what each produced in a `Pass`;
-`incremental.patch` moves a kept `Pass` to new inputs when only HTTPRoutes, EndpointSlices or
+`incremental.patch` moves a kept `Pass` to new inputs when only routes, EndpointSlices or
 Services changed. Either way `Pass.result()` assembles the verdicts, Events and snapshots, so a
 patched pass answers exactly what a fresh one would (incremental_test compares the two on every
 golden case and on random edit sequences).
@@ -41,6 +41,7 @@ class Pass:
     resolver: BackendResolver
     tables: ScopeTables
     routes: dict[tuple[str, str], RouteContribution]  # by (namespace, name), in that order
+    grpc_routes: dict[tuple[str, str], RouteContribution]  # GRPCRoutes, likewise
     # The Events of what a patch never runs again: Ingresses, and every object found malformed.
     events: list[Event]
     addresses: Addresses
@@ -54,6 +55,7 @@ class Pass:
             *class_events(self.class_verdicts),
             *(e for g in gateways for e in gateway_events(g)),
             *(e for c in self.routes.values() for e in c.events),
+            *(e for c in self.grpc_routes.values() for e in c.events),
             *self.events,
             *self.resolver.events,  # slices and policies it could not read
         ]
@@ -61,6 +63,7 @@ class Pass:
             *self.class_verdicts,
             *(gateway_verdict(g, self.addresses) for g in gateways),
             *(c.verdict for c in self.routes.values() if c.verdict is not None),
+            *(c.verdict for c in self.grpc_routes.values() if c.verdict is not None),
             *self.ingress_verdicts,
         ]
         return TranslateResult(

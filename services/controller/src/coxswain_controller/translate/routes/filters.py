@@ -1,14 +1,16 @@
-"""HTTPRoute filters to model filters, refusing what cannot be honoured.
+"""HTTPRoute and GRPCRoute filters to model filters, refusing what cannot be honoured.
 
 Spec 003 "Filters": "A filter this build cannot honor — ExtensionRef, ..., a repeated filter
 type, a malformed hostname, header, scheme, port or status — makes the route not served until
 it is fixed, because ignoring a filter would serve the route wrongly rather than partially."
 The one partial failure: a RequestMirror whose reference does not resolve is dropped and the
-route's ResolvedRefs is False. Every value a filter would put on the wire (header names and
-values, hostnames, paths, scheme, port, status, CORS lists) is checked by `wire_values` before
-the filter is converted; a filter with a malformed value is refused and not converted. Checks
-across a filter's values (a header named twice) are the model's `Rule.validate`, run on the
-compiled rule.
+route's ResolvedRefs is False. A route kind with fewer filter types (GRPCRoute: spec 003
+"RequestHeaderModifier, ResponseHeaderModifier and RequestMirror are the HTTPRoute's filters;
+ExtensionRef is not honored") passes the types it carries as `allowed`; any other is refused.
+Every value a filter would put on the wire (header names and values, hostnames, paths, scheme,
+port, status, CORS lists) is checked by `wire_values` before the filter is converted; a filter
+with a malformed value is refused and not converted. Checks across a filter's values (a header
+named twice) are the model's `Rule.validate`, run on the compiled rule.
 """
 
 from __future__ import annotations
@@ -51,7 +53,10 @@ def convert_filters(
     resolver: BackendResolver,
     route_kind: str,
     route_namespace: str,
+    allowed: frozenset[str] | None = None,
 ) -> FilterResult:
+    """`raw` converted in declared order; `allowed` (None: every type this module converts)
+    names the filter types the route's kind carries."""
     result = FilterResult()
     seen: set[str] = set()
     converted: list[Filter] = []
@@ -62,6 +67,10 @@ def convert_filters(
             result.refused.append(f"filters[{index}]: filter type {kind} is repeated")
             continue
         seen.add(kind)
+        if allowed is not None and kind not in allowed:
+            what = kind or "(none)"
+            result.refused.append(f"filters[{index}]: a {route_kind} cannot carry a {what} filter")
+            continue
         if redirected and kind == "RequestHeaderModifier":
             result.notes.append(
                 f"filters[{index}]: a RequestHeaderModifier after a redirect "

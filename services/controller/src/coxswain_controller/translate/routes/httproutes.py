@@ -1,4 +1,9 @@
-"""The HTTPRoute stage: attach each route, compile its rules, serve it where it was accepted.
+"""One route of the HTTP kinds: attach it, compile its rules, serve it where it was accepted.
+
+Where it sits: `stage.route_stage` runs this for every HTTPRoute and GRPCRoute in two steps,
+`prepare` (attach and compile) and `finish` (status and serve), so that an HTTPRoute and a
+GRPCRoute contending for one listener can be weighed in between (`conflicts`); `http_route` is
+both steps at once, for a patch that no GRPCRoute can conflict with (`incremental.patch`).
 
 Spec 003 "Status": a parents entry per parentRef naming a claimed Gateway; "Accepted is True
 when at least one listener accepted the route, or False with NoMatchingParent,
@@ -30,14 +35,14 @@ from coxswain_controller.translate.routes.memo import RouteMemo
 from coxswain_controller.translate.routes.rules import RouteRules, compile_rules
 from coxswain_controller.translate.tables import Placement, ScopeTables
 
-__all__ = ["RouteContribution", "http_route", "http_routes", "withdraw"]
+__all__ = ["KIND", "Prepared", "RouteContribution", "finish", "http_route", "prepare", "withdraw"]
 
 KIND = "HTTPRoute"
 
 
 @dataclass(frozen=True, slots=True)
 class RouteContribution:
-    """All one HTTPRoute adds to a pass, kept so that a later pass can withdraw it exactly."""
+    """All one route adds to a pass, kept so that a later pass can withdraw it exactly."""
 
     route: Obj  # the object translated: identity tells whether it changed since
     verdict: RouteVerdict | None  # None: the route could not be read (see its Event)
@@ -47,23 +52,14 @@ class RouteContribution:
     services: frozenset[tuple[str, str]] = frozenset()  # the Services its references name
 
 
-def http_routes(
-    inputs: Inputs,
-    gateways: Mapping[tuple[str, str], GatewayState],
-    resolver: BackendResolver,
-    tables: ScopeTables,
-    memo: RouteMemo | None = None,
-) -> dict[tuple[str, str], RouteContribution]:
-    """Every HTTPRoute naming a Gateway of ours, by (namespace, name), in that order; `memo`
-    forgets the routes that are gone."""
-    found = {}
-    for key in sorted(inputs.table(KIND)):
-        contribution = http_route(inputs.table(KIND)[key], inputs, gateways, resolver, tables, memo)
-        if contribution is not None:
-            found[key] = contribution
-    if memo is not None:
-        memo.keep_only((KIND, ns, n) for ns, n in inputs.table(KIND))
-    return found
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A route attached and compiled but not yet served: what `conflicts` weighs."""
+
+    route: Obj
+    kind: str  # HTTPRoute or GRPCRoute
+    outcomes: list[ParentOutcome]
+    compiled: RouteRules
 
 
 def http_route(
@@ -74,34 +70,48 @@ def http_route(
     tables: ScopeTables,
     memo: RouteMemo | None = None,
 ) -> RouteContribution | None:
-    """Translate one route into `tables`; None when it names no Gateway of ours (not ours to
-    translate or status). A route that cannot be read adds nothing and gets a Warning Event."""
-    try:
-        return _http_route(route, inputs, gateways, resolver, tables, memo)
-    except MALFORMED as exc:
-        # Everything that reads the route runs before `_serve` touches the tables.
-        return RouteContribution(route, None, (malformed_event(KIND, route, exc),), (), ())
+    """Translate one HTTPRoute into `tables`, where no GRPCRoute can conflict with it (see
+    `incremental.patch`); None when it names no Gateway of ours."""
+    prepared = prepare(route, KIND, inputs, gateways, resolver, memo)
+    return prepared if not isinstance(prepared, Prepared) else finish(prepared, tables)
 
 
-def _http_route(
+def prepare(
     route: Obj,
+    kind: str,
     inputs: Inputs,
     gateways: Mapping[tuple[str, str], GatewayState],
     resolver: BackendResolver,
-    tables: ScopeTables,
-    memo: RouteMemo | None,
-) -> RouteContribution | None:
-    outcomes = attach(route, KIND, gateways, inputs)
-    if not outcomes:
-        return None
-    if memo is None:
-        compiled = compile_rules(route, KIND, resolver)
-    else:
-        compiled = memo.compile(route, KIND, resolver, inputs)
-    ref = ObjectRef(KIND, namespace(route), name(route))
+    memo: RouteMemo | None = None,
+) -> Prepared | RouteContribution | None:
+    """Attach and compile one route of `kind`; None when it names no Gateway of ours (not ours
+    to translate or status). A route that cannot be read is a contribution adding nothing but
+    its Warning Event."""
+    try:
+        outcomes = attach(route, kind, gateways, inputs)
+        if not outcomes:
+            return None
+        if memo is None:
+            compiled = compile_rules(route, kind, resolver)
+        else:
+            compiled = memo.compile(route, kind, resolver, inputs)
+    except MALFORMED as exc:
+        # Everything that reads the route runs here, before `finish` touches the tables.
+        return RouteContribution(route, None, (malformed_event(kind, route, exc),), (), ())
+    return Prepared(route, kind, outcomes, compiled)
+
+
+def finish(
+    prepared: Prepared, tables: ScopeTables, lost: Mapping[ListenerState, str] | None = None
+) -> RouteContribution:
+    """Status and serve a prepared route; `lost` names the listeners an older route of the
+    other kind keeps (`conflicts.route_conflicts`), and why."""
+    route, kind, compiled = prepared.route, prepared.kind, prepared.compiled
+    outcomes = [_without(o, lost) for o in prepared.outcomes] if lost else prepared.outcomes
+    ref = ObjectRef(kind, namespace(route), name(route))
     parents = tuple(ParentVerdict(o.parent_ref, _conditions(o, compiled)) for o in outcomes)
     verdict = RouteVerdict(ref, generation(route), uid(route), parents)
-    events = tuple(_events(route, ref, compiled))
+    events = tuple(_events(route, ref, compiled, lost))
     placements: list[Placement] = []
     listeners: list[ListenerState] = []
     if not compiled.refused:
@@ -109,6 +119,21 @@ def _http_route(
     return RouteContribution(
         route, verdict, events, tuple(placements), tuple(listeners), compiled.services
     )
+
+
+def _without(outcome: ParentOutcome, lost: Mapping[ListenerState, str]) -> ParentOutcome:
+    """`outcome` without the attachments it lost; refused with RouteConflict when none is left.
+
+    Spec 003 "GRPCRoute": "An HTTPRoute and a GRPCRoute attached to one listener with
+    intersecting hostnames cannot both be served: the older is, and the newer is refused with
+    Accepted: False and reason RouteConflict"."""
+    kept = tuple(a for a in outcome.attachments if a.listener not in lost)
+    if len(kept) == len(outcome.attachments):
+        return outcome
+    if kept:
+        return ParentOutcome(outcome.parent_ref, kept, None)
+    reasons = sorted({lost[a.listener] for a in outcome.attachments})
+    return ParentOutcome(outcome.parent_ref, (), (Reason.ROUTE_CONFLICT, "; ".join(reasons)))
 
 
 def withdraw(contribution: RouteContribution, tables: ScopeTables) -> None:
@@ -167,8 +192,11 @@ def _conditions(outcome: ParentOutcome, compiled: RouteRules) -> tuple[Condition
     return (accepted, resolved)
 
 
-def _events(route: Obj, ref: ObjectRef, compiled: RouteRules) -> list[Event]:
+def _events(
+    route: Obj, ref: ObjectRef, compiled: RouteRules, lost: Mapping[ListenerState, str] | None
+) -> list[Event]:
     problems = compiled.refused + [m for _, m in compiled.unresolved] + compiled.notes
+    problems += sorted(set((lost or {}).values()))
     if not problems:
         return []
     return [Event(ref, uid(route), "Warning", "Rejected", "; ".join(problems))]

@@ -1,4 +1,9 @@
-"""HTTPRoute rules to model rules: matches, filters, weighted backends, timeouts, retry.
+"""HTTPRoute and GRPCRoute rules to model rules: matches, filters, weighted backends, timeouts,
+retry.
+
+A GRPCRoute rule is an HTTPRoute rule with its method matches lowered onto paths
+(`grpcroutes.method_path`), the filter types of its kind, and no timeouts or retry (the kind
+declares neither); everything else, backends and their filters included, is shared.
 
 Spec 003 "Backend references": "weight defaults to 1; a weight of 0 sends no traffic and drops
 the reference." "Timeouts and retry": "a zero duration bounds nothing, and backendRequest may
@@ -16,6 +21,7 @@ from typing import Any
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.inputs import Obj, created, name, namespace, spec
+from coxswain_controller.translate.routes import grpcroutes
 from coxswain_controller.translate.routes.filters import convert_filters
 from coxswain_routing import (
     Match,
@@ -81,9 +87,15 @@ def _rule(
 ) -> Rule | None:
     ns = namespace(route)
     at = f"rules[{index}]"
-    matches = tuple(_match(m) for m in raw.get("matches") or [{}])
+    grpc = kind == grpcroutes.KIND
+    allowed = grpcroutes.FILTERS if grpc else None
+    matches = _matches(raw.get("matches") or [{}], grpc, at, out)
     filtered = convert_filters(
-        raw.get("filters") or [], resolver=resolver, route_kind=kind, route_namespace=ns
+        raw.get("filters") or [],
+        resolver=resolver,
+        route_kind=kind,
+        route_namespace=ns,
+        allowed=allowed,
     )
     out.refused += [f"{at}.{r}" for r in filtered.refused]
     out.unresolved += filtered.unresolved
@@ -100,7 +112,11 @@ def _rule(
         if int(ref.get("weight", 1)) == 0:
             continue
         ref_filters = convert_filters(
-            ref.get("filters") or [], resolver=resolver, route_kind=kind, route_namespace=ns
+            ref.get("filters") or [],
+            resolver=resolver,
+            route_kind=kind,
+            route_namespace=ns,
+            allowed=allowed,
         )
         out.refused += [f"{at}.backendRefs[{j}].{r}" for r in ref_filters.refused]
         out.unresolved += ref_filters.unresolved
@@ -121,8 +137,8 @@ def _rule(
         if resolved.problem is not None:
             out.unresolved.append(resolved.problem)
         backends.append(resolved.backend)
-    timeouts = _timeouts(raw.get("timeouts") or {}, at, out)
-    retry = _retry(raw.get("retry") or {}, at, out)
+    timeouts = Timeouts() if grpc else _timeouts(raw.get("timeouts") or {}, at, out)
+    retry = Retry() if grpc else _retry(raw.get("retry") or {}, at, out)
     rule_id = RouteId(created(route), ns, name(route), kind, index, str(raw.get("name") or ""))
     return Rule(rule_id, matches, filtered.filters, tuple(backends), timeouts, retry)
 
@@ -161,6 +177,21 @@ def _check_prefix_rewrite(
         len(matches) != 1 or matches[0].path.type is not PathType.PATH_PREFIX
     ):
         out.refused.append(f"{at}: ReplacePrefixMatch needs exactly one match, of type PathPrefix")
+
+
+def _matches(
+    entries: Sequence[Mapping[str, Any]], grpc: bool, at: str, out: RouteRules
+) -> tuple[Match, ...]:
+    if not grpc:
+        return tuple(_match(m) for m in entries)
+    return tuple(_grpc_match(m, f"{at}.matches[{i}]", out) for i, m in enumerate(entries))
+
+
+def _grpc_match(raw: Mapping[str, Any], at: str, out: RouteRules) -> Match:
+    # Spec 003 "GRPCRoute": "A headers match is a header match."
+    path, problems = grpcroutes.method_path(raw.get("method"))
+    out.refused += [f"{at}.method.{p}" for p in problems]
+    return Match(path=path, headers=tuple(_value(h, lower=True) for h in raw.get("headers") or []))
 
 
 def _match(raw: Mapping[str, Any]) -> Match:
