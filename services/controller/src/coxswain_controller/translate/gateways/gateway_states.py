@@ -30,12 +30,15 @@ from coxswain_routing import ListenerProtocol, TlsMode, hostnames_overlap
 __all__ = ["GatewayState", "ListenerState", "gateway_states"]
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-# The route kinds each served protocol carries. GRPCRoute and the stream protocols (TLS, TCP,
-# UDP with their route kinds) are not served yet, and status says so rather than listing kinds
-# that would never attach.
+# The route kinds each served protocol carries. Spec 003 "Listeners": "allowedRoutes.kinds may
+# list the kinds the listener's protocol carries: HTTPRoute and GRPCRoute on HTTP and HTTPS";
+# "GRPCRoute": "An HTTP or HTTPS listener admits both kinds by default and allowedRoutes.kinds
+# may restrict it to one; supportedKinds says which." The stream protocols (TLS, TCP, UDP with
+# their route kinds) are not served yet, and status says so rather than listing kinds that would
+# never attach.
 ROUTE_KINDS = {
-    "HTTP": ("HTTPRoute",),
-    "HTTPS": ("HTTPRoute",),
+    "HTTP": ("HTTPRoute", "GRPCRoute"),
+    "HTTPS": ("HTTPRoute", "GRPCRoute"),
 }
 NOT_YET = {"TLS", "TCP", "UDP"}
 IGNORED_FIELDS = ("addresses", "tls", "allowedListeners")
