@@ -40,4 +40,5 @@ class Reason(StrEnum):
     INVALID_KIND = "InvalidKind"
     UNSUPPORTED_ADDRESS = "UnsupportedAddress"
     ADDRESS_NOT_ASSIGNED = "AddressNotAssigned"
+    ADDRESS_NOT_USABLE = "AddressNotUsable"
     OVERLAPPING_HOSTNAMES = "OverlappingHostnames"

@@ -43,6 +43,7 @@ KINDS = (
     "Ingress",
     "IngressClass",
     "CoxswainIngressClassParameters",
+    "CoxswainGatewayParameters",
 )
 
 
@@ -60,6 +61,27 @@ class Options:
     # "namespace/name" of the Service in front of the shared proxies, whose addresses shared
     # Gateways report in status.addresses (spec 003); "" reports none.
     published_service: str = ""
+    # Provisioning (spec 002). The type of each shared Gateway's VIP Service: LoadBalancer or
+    # ClusterIP; "" provisions nothing for shared Gateways, which then report the published
+    # Service's addresses (offline translation and tests that leave provisioning out).
+    vip_service_type: str = ""
+    # The labels of the shared proxy pods, which each VIP Service selects (--shared-proxy-selector).
+    shared_proxy_selector: tuple[tuple[str, str], ...] = (
+        ("app.kubernetes.io/name", "coxswain-proxy"),
+    )
+    # What dedicated proxies run: the image unless parameters name one, and where they reach
+    # the controller's discovery stream and the identity service, plus any further flags.
+    proxy_image: str = "ghcr.io/coxswain-labs/coxswain-proxy:latest"
+    proxy_discovery_endpoint: str = (
+        "https://coxswain-controller-discovery.coxswain-system.svc:50051"
+    )
+    proxy_bootstrap_endpoint: str = (
+        "coxswain-controller-discovery-bootstrap.coxswain-system.svc:50052"
+    )
+    proxy_args: tuple[str, ...] = ()
+    # "namespace/name" of the ConfigMap the identity service publishes the trust bundle in
+    # (key ca.crt), copied next to each dedicated Gateway for its proxies to mount.
+    trust_bundle_configmap: str = "coxswain-system/coxswain-discovery-trust"
 
     @property
     def published_key(self) -> tuple[str, str] | None:

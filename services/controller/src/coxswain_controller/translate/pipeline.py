@@ -19,6 +19,7 @@ from coxswain_controller.translate.gateways.gateway_states import gateway_states
 from coxswain_controller.translate.ingress.ingresses import ingress_verdicts, ingresses
 from coxswain_controller.translate.inputs import Inputs, Options
 from coxswain_controller.translate.products import Pass
+from coxswain_controller.translate.provision.desired import desired_objects
 from coxswain_controller.translate.result import TranslateResult
 from coxswain_controller.translate.routes.memo import RouteMemo
 from coxswain_controller.translate.routes.stage import route_stage
@@ -47,9 +48,12 @@ def build(inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pa
     classes, class_verdicts = claimed_classes(inputs, options, malformed)
     # Gateways and their listeners before anything attaches: validation decides which listeners
     # are served, and the Gateways come oldest first, the order bind ports are handed out in.
-    gateways = gateway_states(inputs, classes, grants, malformed)
+    gateways = gateway_states(inputs, classes, grants, malformed, options)
     # Bind ports before routes: a route's host tables are keyed by the listener's bind port.
     assign_bind_ports(gateways.values(), options)
+    # What to provision once listeners and bind ports are final: the Services map declared
+    # ports to bind ports. It reads nothing a patch changes, so a patched pass keeps it.
+    provision = desired_objects(gateways.values(), inputs, options)
     # Backends resolver before routes and Ingresses: both resolve their backends through it, and
     # it gathers the endpoint sets the snapshots carry.
     resolver = BackendResolver(inputs, grants)
@@ -85,4 +89,6 @@ def build(inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pa
         addresses=addresses,
         ingress_verdicts=verdicts,
         ingress_services=ingress_services,
+        options=options,
+        provision=provision,
     )

@@ -9,14 +9,16 @@ golden case and on random edit sequences).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from coxswain_controller.translate.backends.resolver import BackendResolver
-from coxswain_controller.translate.gateways.addresses import Addresses
+from coxswain_controller.translate.gateways.addresses import Addresses, gateway_addresses
 from coxswain_controller.translate.gateways.classes import class_events
 from coxswain_controller.translate.gateways.gateway_states import GatewayState
 from coxswain_controller.translate.gateways.gateway_status import gateway_events, gateway_verdict
-from coxswain_controller.translate.inputs import Inputs
+from coxswain_controller.translate.inputs import Inputs, Options
+from coxswain_controller.translate.provision import names
+from coxswain_controller.translate.provision.model import GatewayProvision
 from coxswain_controller.translate.result import (
     ClassVerdict,
     Event,
@@ -48,6 +50,9 @@ class Pass:
     # Ingresses are not patched: any change to them runs every stage, so these hold.
     ingress_verdicts: list[IngressVerdict]
     ingress_services: frozenset[tuple[str, str]]  # the Services Ingresses name
+    options: Options = field(default_factory=Options)
+    # What should exist for each Gateway (provision/desired.py): it reads nothing a patch moves.
+    provision: tuple[GatewayProvision, ...] = ()
 
     def result(self) -> TranslateResult:
         gateways = self.gateways.values()
@@ -61,7 +66,12 @@ class Pass:
         ]
         verdicts: list[Verdict] = [
             *self.class_verdicts,
-            *(gateway_verdict(g, self.addresses) for g in gateways),
+            # Each Gateway's address is its Service's, read from the current inputs: a Service's
+            # status changing (a load balancer assigning an address) is a patch.
+            *(
+                gateway_verdict(g, gateway_addresses(g, self.inputs, self.options, self.addresses))
+                for g in gateways
+            ),
             *(c.verdict for c in self.routes.values() if c.verdict is not None),
             *(c.verdict for c in self.grpc_routes.values() if c.verdict is not None),
             *self.ingress_verdicts,
@@ -71,8 +81,9 @@ class Pass:
             verdicts=tuple(verdicts),
             events=tuple(sorted(events, key=lambda e: (e.ref, e.reason, e.message))),
             gateway_identities={
-                g.scope: Identity(g.namespace, f"{g.name}-{g.cls.name}")
+                g.scope: Identity(g.namespace, names.dedicated_service_account(g.name, g.cls.name))
                 for g in gateways
                 if isinstance(g.scope, GatewayScope)
             },
+            provision=self.provision,
         )

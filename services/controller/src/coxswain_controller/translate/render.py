@@ -133,6 +133,7 @@ def render(result: TranslateResult, controller_name: str) -> dict[str, Any]:
             {"object": str(e.ref), "type": e.type, "reason": e.reason, "message": e.message}
             for e in result.events
         ],
+        **_provision(result),
         "gatewayIdentities": {
             str(scope): str(identity)
             for scope, identity in sorted(
@@ -140,3 +141,20 @@ def render(result: TranslateResult, controller_name: str) -> dict[str, Any]:
             )
         },
     }
+
+
+def _provision(result: TranslateResult) -> dict[str, Any]:
+    """What each Gateway should have provisioned (only when something is: cases that leave
+    provisioning out read as they always did)."""
+    if not result.provision:
+        return {}
+    rendered = []
+    for entry in result.provision:
+        item: dict[str, Any] = {"gateway": str(entry.gateway), "mode": entry.mode.value}
+        if entry.hold:
+            item["hold"] = True
+        if entry.keep:
+            item["keep"] = [str(key) for key in sorted(entry.keep)]
+        item["objects"] = [_plain(o.body) for o in entry.objects]
+        rendered.append(item)
+    return {"provision": rendered}

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.scopes import GatewayScope, Identity, Scope
 from coxswain_routing import Resource
+
+if TYPE_CHECKING:  # provision.model names ObjectRef, defined here
+    from coxswain_controller.translate.provision.model import GatewayProvision
 
 __all__ = [
     "Condition",
@@ -132,3 +135,6 @@ class TranslateResult:
     verdicts: tuple[Verdict, ...] = ()
     events: tuple[Event, ...] = ()
     gateway_identities: Mapping[GatewayScope, Identity] = field(default_factory=dict)
+    # (d) "desired provisioned objects" (design.md): a GatewayProvision (provision/model.py)
+    # per Gateway provisioning applies to, for the provisioner to make so.
+    provision: tuple[GatewayProvision, ...] = ()

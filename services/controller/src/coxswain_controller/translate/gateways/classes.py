@@ -3,8 +3,9 @@
 Spec 003 "What is claimed": "A GatewayClass belongs to this controller when its
 spec.controllerName equals" our controller name; anything else "is ignored entirely".
 A class's parametersRef may name a CoxswainGatewayParameters object, which opts its Gateways
-into dedicated proxies (spec 002); any other target cannot be honoured, and then (spec 003)
-"none of its Gateways open a port".
+into dedicated proxies (spec 002) and is their parameters' lower layer; any other target, or
+parameters that cannot be found or read, cannot be honoured, and then (spec 003) "none of its
+Gateways open a port".
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.guard import guarded, malformed_event
 from coxswain_controller.translate.inputs import Inputs, Options, generation, name, spec, uid
+from coxswain_controller.translate.provision import parameters
+from coxswain_controller.translate.provision.parameters import GatewayParameters
 from coxswain_controller.translate.result import ClassVerdict, Condition, Event, ObjectRef
 
 __all__ = [
@@ -27,8 +30,8 @@ __all__ = [
     "is_dedicated_ref",
 ]
 
-PARAMETERS_GROUP = "coxswain-labs.dev"
-PARAMETERS_KIND = "CoxswainGatewayParameters"
+PARAMETERS_GROUP = parameters.PARAMETERS_GROUP
+PARAMETERS_KIND = parameters.PARAMETERS_KIND
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,7 @@ class ClassState:
     accepted: bool
     message: str
     dedicated: bool  # its parametersRef opts every Gateway into a dedicated proxy
+    parameters: GatewayParameters | None = None  # its Gateways' lower layer of parameters
 
 
 def is_dedicated_ref(ref: Mapping[str, Any] | None) -> bool:
@@ -63,15 +67,12 @@ def claimed_classes(
         if ref is not None and not isinstance(ref, Mapping):
             malformed.append(malformed_event("GatewayClass", obj, TypeError("parametersRef")))
             continue
-        if ref and not is_dedicated_ref(ref):
-            message = (
-                f"parametersRef {ref.get('group', '')}/{ref.get('kind', '')} {ref.get('name', '')} "
-                f"cannot be honored: only {PARAMETERS_GROUP}/{PARAMETERS_KIND} is supported"
-            )
-            state = ClassState(name(obj), False, message, False)
-            cond = Condition(ConditionType.ACCEPTED, False, Reason.INVALID_PARAMETERS, message)
+        found = _parameters(inputs, ref)
+        if isinstance(found, str):
+            state = ClassState(name(obj), False, found, False)
+            cond = Condition(ConditionType.ACCEPTED, False, Reason.INVALID_PARAMETERS, found)
         else:
-            state = ClassState(name(obj), True, "", is_dedicated_ref(ref))
+            state = ClassState(name(obj), True, "", is_dedicated_ref(ref), found)
             cond = Condition(
                 ConditionType.ACCEPTED, True, Reason.ACCEPTED, "claimed by this controller"
             )
@@ -82,6 +83,23 @@ def claimed_classes(
             )
         )
     return states, verdicts
+
+
+def _parameters(inputs: Inputs, ref: Mapping[str, Any] | None) -> GatewayParameters | str | None:
+    """The class's parameters (None when it names none), or why they cannot be honoured."""
+    if not ref:
+        return None
+    if not is_dedicated_ref(ref):
+        return (
+            f"parametersRef {ref.get('group', '')}/{ref.get('kind', '')} {ref.get('name', '')} "
+            f"cannot be honored: only {PARAMETERS_GROUP}/{PARAMETERS_KIND} is supported"
+        )
+    # ParametersReference: "Namespace is the namespace of the referent. This field is required
+    # when referring to a Namespace-scoped resource"; CoxswainGatewayParameters is one.
+    namespace = ref.get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        return f"parametersRef to {PARAMETERS_KIND} {ref.get('name', '')} needs a namespace"
+    return parameters.resolve(inputs, ref, namespace)
 
 
 def class_events(verdicts: list[ClassVerdict]) -> list[Event]:

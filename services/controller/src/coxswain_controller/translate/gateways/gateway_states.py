@@ -22,7 +22,19 @@ from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways.certificates import Certificate, load_tls_secret
 from coxswain_controller.translate.gateways.classes import ClassState, is_dedicated_ref
 from coxswain_controller.translate.guard import guarded
-from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
+from coxswain_controller.translate.inputs import (
+    Inputs,
+    Obj,
+    Options,
+    created,
+    name,
+    namespace,
+    spec,
+)
+from coxswain_controller.translate.provision.infrastructure import (
+    Infrastructure,
+    read_infrastructure,
+)
 from coxswain_controller.translate.result import Condition, Event
 from coxswain_controller.translate.scopes import SHARED_POOL, GatewayScope, Scope
 from coxswain_routing import ListenerProtocol, TlsMode, hostnames_overlap
@@ -72,6 +84,9 @@ class GatewayState:
     listeners: list[ListenerState]
     problems: list[Condition] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # fields reported and ignored
+    # What it asks of its infrastructure (provision/infrastructure.py); None when nothing is
+    # provisioned for it (a shared Gateway without --vip-service-type).
+    infrastructure: Infrastructure | None = None
 
     @property
     def namespace(self) -> str:
@@ -90,7 +105,11 @@ class GatewayState:
 
 
 def gateway_states(
-    inputs: Inputs, classes: Mapping[str, ClassState], grants: Grants, malformed: list[Event]
+    inputs: Inputs,
+    classes: Mapping[str, ClassState],
+    grants: Grants,
+    malformed: list[Event],
+    options: Options | None = None,
 ) -> dict[tuple[str, str], GatewayState]:
     """Every claimed Gateway by (namespace, name), oldest first, with its listeners validated;
     one that cannot be read is left out with a Warning Event (guard.py)."""
@@ -110,13 +129,17 @@ def gateway_states(
         for _, state in guarded(
             "Gateway",
             claimed,
-            lambda g: _gateway(inputs, g, classes[str(spec(g)["gatewayClassName"])], grants),
+            lambda g: _gateway(
+                inputs, g, classes[str(spec(g)["gatewayClassName"])], grants, options or Options()
+            ),
             malformed,
         )
     }
 
 
-def _gateway(inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants) -> GatewayState:
+def _gateway(
+    inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants, options: Options
+) -> GatewayState:
     infra = (spec(obj).get("infrastructure") or {}).get("parametersRef")
     dedicated = cls.dedicated or is_dedicated_ref(infra)
     scope: Scope = GatewayScope(namespace(obj), name(obj)) if dedicated else SHARED_POOL
@@ -132,11 +155,17 @@ def _gateway(inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants) -> Gatew
         state.problems.append(
             Condition(ConditionType.ACCEPTED, False, Reason.INVALID_PARAMETERS, message)
         )
+    ignored: tuple[str, ...] = IGNORED_FIELDS
+    # Provisioned Gateways (dedicated, or shared with a VIP Service) honour spec.addresses.
+    if dedicated or options.vip_service_type:
+        state.infrastructure = read_infrastructure(inputs, obj, cls.parameters, dedicated)
+        state.problems += state.infrastructure.problems
+        ignored = tuple(k for k in IGNORED_FIELDS if k != "addresses")
     # Spec 003 "Listeners": "Not supported in this release, reported and ignored: spec.addresses
     # ..., spec.tls, and spec.allowedListeners (ListenerSets)."
     state.notes += [
         f"spec.{key} is not supported in this release and is ignored"
-        for key in IGNORED_FIELDS
+        for key in ignored
         if spec(obj).get(key)
     ]
     _resolve_conflicts(state.listeners)

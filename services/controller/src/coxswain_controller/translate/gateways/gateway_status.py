@@ -11,7 +11,7 @@ never written False).
 from __future__ import annotations
 
 from coxswain_controller.translate.conditions import ConditionType, Reason
-from coxswain_controller.translate.gateways.addresses import Addresses
+from coxswain_controller.translate.gateways.addresses import AddressOutcome
 from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
 from coxswain_controller.translate.inputs import generation, uid
 from coxswain_controller.translate.result import (
@@ -21,7 +21,6 @@ from coxswain_controller.translate.result import (
     ListenerVerdict,
     ObjectRef,
 )
-from coxswain_controller.translate.scopes import SharedPool
 
 __all__ = ["gateway_events", "gateway_verdict"]
 
@@ -68,8 +67,9 @@ def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
     return ListenerVerdict(listener.name, listener.supported_kinds, listener.attached, ordered)
 
 
-def gateway_verdict(gateway: GatewayState, published: Addresses = None) -> GatewayVerdict:
-    """`published`: the published Service's addresses (None when none is configured)."""
+def gateway_verdict(gateway: GatewayState, address: AddressOutcome | None = None) -> GatewayVerdict:
+    """`address`: where the Gateway is reached (addresses.py); None reports no address."""
+    address = address or AddressOutcome(None)
     listeners = tuple(_listener(x, gateway.served) for x in gateway.listeners)
     valid = sum(1 for x in gateway.listeners if x.served)
     if not gateway.cls.accepted:
@@ -94,14 +94,8 @@ def gateway_verdict(gateway: GatewayState, published: Addresses = None) -> Gatew
         accepted = Condition(
             ConditionType.ACCEPTED, False, Reason.LISTENERS_NOT_VALID, "no listener is valid"
         )
-    addresses = published if isinstance(gateway.scope, SharedPool) else None
-    if accepted.status and addresses == ():
-        programmed = Condition(
-            ConditionType.PROGRAMMED,
-            False,
-            Reason.ADDRESS_NOT_ASSIGNED,
-            "the published Service has no address yet",
-        )
+    if accepted.status and address.problem is not None:
+        programmed = address.problem
     elif accepted.status:
         programmed = Condition(ConditionType.PROGRAMMED, True, Reason.PROGRAMMED, "programmed")
     else:
@@ -116,7 +110,7 @@ def gateway_verdict(gateway: GatewayState, published: Addresses = None) -> Gatew
         (accepted, programmed),
         listeners,
         gateway.scope,
-        addresses,
+        address.addresses,
     )
 
 

@@ -1,0 +1,53 @@
+"""What translation concludes should exist for each Gateway: plain manifests, and what to keep.
+
+Translation renders every object whole (apiVersion, kind, metadata with labels, annotations and
+the owner reference to the Gateway, and the fields the controller owns); the provisioner
+compares them with the live objects and writes only what differs (provisioner/). A Gateway whose
+desired state cannot be worked out in this pass (it is not Accepted) is `hold`: what exists for
+it stays as it is, so a bad edit never takes a Gateway's load balancer address away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from coxswain_controller.translate.result import ObjectRef
+
+__all__ = ["GatewayProvision", "Mode", "ObjectKey", "Provisioned"]
+
+
+class Mode(StrEnum):
+    SHARED = "shared"  # served by the shared proxies: a VIP Service and an inert ServiceAccount
+    DEDICATED = "dedicated"  # its own proxies: Deployment, Service, ServiceAccount, trust bundle
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectKey:
+    kind: str  # Service, ServiceAccount, Deployment or ConfigMap
+    namespace: str  # the Gateway's: owner references cannot cross namespaces
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Provisioned:
+    key: ObjectKey
+    body: Mapping[str, Any]  # the whole manifest, as it would be applied
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayProvision:
+    gateway: ObjectRef  # the owner
+    uid: str  # the owner's uid, which the objects' owner references name
+    mode: Mode
+    objects: tuple[Provisioned, ...] = ()  # in the order they are applied
+    # True: nothing can be worked out for the Gateway this pass; write and prune nothing of it.
+    hold: bool = False
+    # Objects of the Gateway neither written nor pruned this pass (their content is not known
+    # yet, e.g. the trust bundle before the identity service published it).
+    keep: frozenset[ObjectKey] = field(default_factory=frozenset)
