@@ -34,11 +34,14 @@ NO_BODY_STATUS = frozenset({204, 304})
 HEAD = b"HEAD"
 HTTP10 = "1.0"
 HTTP11 = "1.1"
-KEEP_ALIVE_10 = b"connection: keep-alive\r\n\r\n"
-CHUNKED_END = responses.CHUNKED + b"\r\n"
-CHUNKED_CLOSE_END = responses.CHUNKED + responses.CLOSE + b"\r\n"
-END = b"\r\n"
-CLOSE_END = responses.CLOSE + b"\r\n"
+# How a forwarded response head ends, by framing and connection; each starts with its Via
+# (heads: RFC 9110 §7.6.3), so the line costs nothing of its own.
+_VIA = heads.VIA_11
+KEEP_ALIVE_10 = _VIA + b"connection: keep-alive\r\n\r\n"
+CHUNKED_END = _VIA + responses.CHUNKED + b"\r\n"
+CHUNKED_CLOSE_END = _VIA + responses.CHUNKED + responses.CLOSE + b"\r\n"
+END = _VIA + b"\r\n"
+CLOSE_END = _VIA + responses.CLOSE + b"\r\n"
 
 
 class Attempts:
@@ -47,7 +50,7 @@ class Attempts:
         "bplan", "picker", "origin", "upstream", "head", "chunked", "body", "pending", "replay",
         "request_done", "response_started", "response_done", "finished", "attempts", "out",
         "rechunk", "status", "cors", "started_at", "attempt_timer", "request_timer",
-        "discarding", "mirrors", "route",
+        "discarding", "mirrors", "route", "until_close",
     )  # fmt: skip
 
     def __init__(
@@ -94,6 +97,7 @@ class Attempts:
         self.discarding = False
         self.mirrors: list[tuple[Origin, bytes]] = []
         self.route = NO_ROUTE
+        self.until_close = False  # the response body is delimited by the upstream's close
 
     # What the client half provides.
 
@@ -145,6 +149,12 @@ class Attempts:
 
     def upstream_failed(self, exc: errors.DataplaneError) -> None:
         self.upstream = None
+        if self.until_close and isinstance(exc, errors.UpstreamClosed):
+            # RFC 9112 §8: a response with neither chunked nor Content-Length "is terminated
+            # by closure of the connection and ... is considered complete unless an error was
+            # indicated by the underlying connection".
+            self.response_complete(False)
+            return
         if not self.finished:
             self._attempt_failed(exc)
 
@@ -224,8 +234,12 @@ class Attempts:
 
     def response_head(self, status: int, fields: heads.ResponseFields) -> None:
         if status < 200 and status != 101:
-            # Interim responses (100 Continue for an Expect: 100-continue request) pass on.
-            self.out.append(heads.serialize(status, [], END))
+            # Interim responses (100 Continue for an Expect: 100-continue request) pass on,
+            # but not to HTTP/1.0. RFC 9110 §15.2: "A server MUST NOT send a 1xx response to
+            # an HTTP/1.0 client", and "A proxy MUST forward 1xx responses unless the proxy
+            # itself requested the generation of the 1xx response."
+            if self.version != HTTP10:
+                self.out.append(heads.serialize(status, [], END))
             return
         rt = self.conn.rt
         rt.stats.upstream_latency(rt.loop.time() - self.started_at)
@@ -239,9 +253,12 @@ class Attempts:
         self.status = status
         self.response_started = True
         out = self.out
+        mark = len(out) + 1  # where the fields start, after the status line
         framing = heads.client_response_fields(
             out, status, fields, plan=bplan.response, extra=self.cors, keep_upgrade=status == 101
         )
+        if status == 204 and framing & heads.HAS_LENGTH:
+            heads.drop_length(out, mark)
         out.append(self._framing_tail(status, framing))
 
     def _framing_tail(self, status: int, framing: int) -> bytes:
@@ -251,10 +268,13 @@ class Attempts:
             self.keep_alive = False
         has_body = not (self.method == HEAD or status in NO_BODY_STATUS)
         if not framing & heads.HAS_LENGTH and has_body:
-            if framing & heads.CHUNKED_IN or self.version != HTTP10:
+            self.until_close = not framing & heads.CHUNKED_IN
+            # RFC 9112 §6.1: "A server MUST NOT send a response containing Transfer-Encoding
+            # unless the corresponding request indicates HTTP/1.1 (or later minor revisions)."
+            if self.version != HTTP10:
                 self.rechunk = True
                 return CHUNKED_END if self.keep_alive else CHUNKED_CLOSE_END
-            self.keep_alive = False  # HTTP/1.0 client, body delimited by the close
+            self.keep_alive = False  # HTTP/1.0 client: the body is delimited by the close
         if not self.keep_alive:
             return CLOSE_END
         return KEEP_ALIVE_10 if self.version == HTTP10 else END

@@ -21,10 +21,42 @@ class HeadersTooLarge(DataplaneError):
     status = 431
 
 
+class TargetTooLong(DataplaneError):
+    """The request-target exceeds `Config.max_target_bytes` (RFC 9112 §3: 414)."""
+
+    status = 414
+
+
+class MethodNotAllowed(DataplaneError):
+    """A method the proxy never forwards (CONNECT, TRACE) or that does not apply to the target.
+
+    RFC 9110 §15.5.6: the 405 response carries an Allow field (`responses.ALLOW`).
+    """
+
+    status = 405
+
+
+class NotImplementedCoding(DataplaneError):
+    """A transfer coding other than chunked (RFC 9112 §6.1: "SHOULD respond with 501")."""
+
+    status = 501
+
+
+class VersionNotSupported(DataplaneError):
+    """An HTTP-version other than 1.0 or 1.1 in the request line (RFC 9110 §15.6.6: 505)."""
+
+    status = 505
+
+
 class BadGateway(DataplaneError):
     """The upstream broke the protocol, reset the connection, or sent oversized headers."""
 
     status = 502
+
+
+class UpstreamClosed(BadGateway):
+    """The upstream closed its connection cleanly: the end of a body delimited by the close
+    (RFC 9112 §6.3 (8)); before or inside any other message, a 502 like any `BadGateway`."""
 
 
 class UpstreamUnavailable(DataplaneError):

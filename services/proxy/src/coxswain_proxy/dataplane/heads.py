@@ -6,7 +6,14 @@ functions over raw header lists, so the hop-by-hop and X-Forwarded rules are tes
 RFC 9110 §7.6.1: "a proxy or gateway MUST parse a received Connection header field before a
 message is forwarded and, for each connection-option in this field, remove any header or trailer
 field(s) from the message with the same name as the connection-option, and then remove the
-Connection header field itself". The fixed hop-by-hop names are removed as well.
+Connection header field itself". The fixed hop-by-hop names are removed as well. A
+connection-option never removes what frames the message or names its host (Content-Length,
+Transfer-Encoding, Host): the proxy writes those itself, and a body sent on without its length
+would be read by the next hop as the start of another request.
+
+RFC 9110 §7.6.3: "A proxy MUST send an appropriate Via header field, as described below, in
+each message that it forwards." Each head gets one `via` line after the fields passed on, so
+it comes after any Via the message carried already (lines of one field combine in order).
 
 Why this shape (it runs for every request, and each header costs): one pass per head, no
 lower-casing per header — a field name as the peer spelled it is looked up in a small cache of
@@ -58,6 +65,16 @@ NAMES_FIELDS = 4  # (`ResponseFields` only) a Connection field names other field
 
 # Connection values that name no other field (the common ones): no second pass needed.
 _PLAIN_CONNECTION = frozenset({b"keep-alive", b"close", b""})
+# What a connection-option may not remove (see the module docstring): "close" and "keep-alive"
+# name no field, and b"" is the empty element a list may hold (RFC 9110 §5.6.1).
+_NOT_OPTIONS = (b"close", b"keep-alive", b"", CONTENT_LENGTH, TRANSFER_ENCODING, b"host")
+
+# The Via line (RFC 9110 §7.6.3: received-protocol, then a pseudonym for this proxy), by the
+# version of the message received, and followed by what comes next in a request head.
+VIA_11 = b"via: 1.1 coxswain\r\n"
+VIA_10 = b"via: 1.0 coxswain\r\n"
+_VIA_XFF = VIA_11 + b"x-forwarded-for: "
+_VIA10_XFF = VIA_10 + b"x-forwarded-for: "
 
 
 def _kind(name: bytes) -> int:
@@ -74,8 +91,7 @@ def _connection_options(headers: Headers) -> frozenset[bytes]:
     for name, value in headers:
         if name.lower() == CONNECTION:
             options.update(o.strip().lower() for o in value.split(b","))
-    options.discard(b"close")
-    options.discard(b"keep-alive")
+    options.difference_update(_NOT_OPTIONS)
     return frozenset(options)
 
 
@@ -103,10 +119,12 @@ def upstream_request(
     plan: BytesPlan,
     upgrade: bytes = b"",
     close: bool = False,
+    http10: bool = False,
 ) -> tuple[bytes, bool]:
     """The request head to send upstream, and whether the client sent its body chunked.
 
-    `forwarded` comes from `forwarded_tail` (the client address and scheme, once per connection).
+    `forwarded` comes from `forwarded_tail` (the client address and scheme, once per connection);
+    `http10`: the client's request was HTTP/1.0 (its Via says so).
     """
     chunked = False
     xff = b""
@@ -138,7 +156,7 @@ def upstream_request(
             pairs = apply_plan(plan, pairs)
         for name, value in pairs:
             parts += (name, b": ", value, b"\r\n")
-    parts += (b"x-forwarded-for: ", xff, forwarded, host)
+    parts += (_VIA10_XFF if http10 else _VIA_XFF, xff, forwarded, host)
     if chunked:
         parts.append(b"\r\ntransfer-encoding: chunked")
     if upgrade:
@@ -269,6 +287,20 @@ def client_response_fields(
     for name, value in extra:
         out += (name, b": ", value, b"\r\n")
     return flags
+
+
+def drop_length(out: list[bytes], start: int) -> None:
+    """Remove Content-Length from the field lines `out[start:]` holds (name, ": ", value, CRLF).
+
+    RFC 9110 §8.6: "A server MUST NOT send a Content-Length header field in any response with
+    a status code of 1xx (Informational) or 204 (No Content)."
+    """
+    i = start
+    while i < len(out):
+        if out[i].lower() == CONTENT_LENGTH:
+            del out[i : i + 4]
+        else:
+            i += 4
 
 
 def _passes(name: bytes, keep_upgrade: bool) -> bool:

@@ -28,6 +28,11 @@ CLOSE = b"connection: close\r\n"
 CHUNKED = b"transfer-encoding: chunked\r\n"
 LAST_CHUNK = b"0\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# The methods the proxy forwards. RFC 9110 §15.5.6: "The origin server MUST generate an Allow
+# header field in a 405 response containing a list of the target resource's currently
+# supported methods"; §9.3.7: an OPTIONS answer may say the same.
+METHODS = b"GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH"
+ALLOW = b"allow: " + METHODS + b"\r\n"
 
 
 def simple(code: int, reason: str = "", *, close: bool = False) -> bytes:
@@ -42,6 +47,8 @@ def simple(code: int, reason: str = "", *, close: bool = False) -> bytes:
         b"content-type: text/plain; charset=utf-8\r\n",
         b"content-length: %d\r\n" % len(data),
     ]
+    if code == 405:
+        head.append(ALLOW)
     if close:
         head.append(CLOSE)
     return b"".join(head) + b"\r\n" + data
@@ -74,6 +81,6 @@ def canned(code: int, *, close: bool = False) -> bytes:
     return data
 
 
-for _code in (400, 404, 408, 421, 431, 500, 502, 503, 504):
+for _code in (400, 404, 405, 408, 414, 421, 431, 500, 501, 502, 503, 504, 505):
     canned(_code)
     canned(_code, close=True)

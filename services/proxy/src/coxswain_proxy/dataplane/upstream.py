@@ -130,7 +130,8 @@ class UpstreamConnection(asyncio.Protocol):
             return
         exchange, self.exchange = self.exchange, None
         if exchange is not None:
-            exchange.upstream_failed(errors.BadGateway("upstream connection closed"))
+            closed = errors.UpstreamClosed if exc is None else errors.BadGateway
+            exchange.upstream_failed(closed("upstream connection closed"))
 
     def pause_writing(self) -> None:
         if self.exchange is not None:
