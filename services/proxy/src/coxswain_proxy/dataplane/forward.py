@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from coxswain_proxy.dataplane import errors, flow, heads, mirror, responses
+from coxswain_proxy.dataplane import errors, flow, heads, mirror, responses, targets
 from coxswain_proxy.dataplane.attempts import HTTP10, IDEMPOTENT, Attempts
 from coxswain_proxy.dataplane.stats import NO_ROUTE
 from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, Tables, apply_plan
@@ -42,7 +42,6 @@ from coxswain_routing import (
 MANY_HOSTS = b"\0"
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http11 import HttpConnection
     from coxswain_routing import Candidate, Outcome
 
 # What routing a request came to: the outcome, and the path and query it was routed by.
@@ -53,6 +52,14 @@ __all__ = ["NO_ROUTE", "Exchange", "LazyHeaders"]
 # The match memo's bounds (`Tables.memo`): entries, and bytes of Host and target per entry.
 MEMO_ENTRIES = 4096
 MEMO_KEY_BYTES = 512
+
+# Methods never forwarded. RFC 9110 §9.3.6: CONNECT asks for a tunnel, which this gateway does
+# not offer; §9.3.8: TRACE echoes the request, credentials and all, back to whoever can make
+# the client send one ("A client MUST NOT send content in a TRACE request"; answering 405 here
+# is the safe reading of "the final recipient ... SHOULD reflect the message").
+CONNECT = targets.CONNECT
+REFUSED_METHODS = frozenset({CONNECT, b"TRACE"})
+OPTIONS = targets.OPTIONS
 
 # The methods requests use, decoded once: the router wants str.
 _METHODS = {m: m.decode() for m in (b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"OPTIONS",
@@ -108,23 +115,37 @@ class Exchange(Attempts):
                 if raw_host is MANY_HOSTS or self.version != HTTP10:
                     raise errors.BadRequest("exactly one Host header is required")
                 raw_host = b""
-            if conn.sni is not None:
-                self._check_misdirected(raw_host.decode("latin-1"))
+            if self.url[:1] != b"/":
+                raw_host, self.url = targets.other_form(self.method, self.url, raw_host)
+                if self.url == targets.ASTERISK:
+                    self._answer_options()
+                    return
             key = (conn.port, raw_host, self.method, self.url)
             matched = tables.memo.get(key)
             if matched is None:
                 matched = self._match(tables, key)
+            if conn.sni is not None:
+                self._check_misdirected(raw_host.decode("latin-1"))
             outcome, path, query = matched
             if outcome.rule is None:
                 self.local(outcome.status, outcome.reason)
             else:
                 self._serve(tables, outcome, raw_host, path, query)
         except errors.DataplaneError as exc:
+            if exc.status == 400:
+                self.keep_alive = False  # a client this confused may be out of step: stop here
             self.local(exc.status, str(exc))
 
     def _match(self, tables: Tables, key: tuple[int, bytes, bytes, bytes]) -> Matched:
-        """Ask the router; remember the answer when nothing but `key` decided it."""
+        """Check the request, ask the router; remember the answer when nothing but `key`
+        decided it (so a memo key holds a Host and target that passed the checks)."""
         port, raw_host, raw_method, url = key
+        if raw_method in REFUSED_METHODS:
+            raise errors.MethodNotAllowed(f"{raw_method.decode()} is not served")
+        if not targets.valid_host(raw_host):
+            raise errors.BadRequest("the Host is not uri-host[:port]")
+        if not targets.valid_target(url):
+            raise errors.BadRequest("a fragment in the request-target")
         mark = url.find(b"?")
         if mark < 0:
             path, query = url.decode("latin-1"), ""
@@ -141,11 +162,19 @@ class Exchange(Attempts):
             memo[key] = matched
         return matched
 
+    def _answer_options(self) -> None:
+        """OPTIONS answered as the final recipient: what the proxy forwards (RFC 9110 §9.3.7)."""
+        allow = [("allow", responses.METHODS.decode())]
+        self._write_local(200, responses.with_headers(200, allow, close=self._must_close()))
+
     def _check_misdirected(self, host: str) -> None:
         """Issue 7, item 4: 421 when the Host falls outside the SNI-selected listener's names."""
-        assert self.conn.sni is not None
-        allowed = _allowed_names(self.conn, self.conn.sni)
-        if allowed and not any(_covers(p, normalize_host(host)) for p in allowed):
+        conn = self.conn
+        assert conn.sni is not None
+        tables = conn.rt.tables
+        info = tables.ports.get(conn.port) if tables is not None else None
+        allowed = targets.sni_names(info.hostnames if info is not None else (), conn.sni[0])
+        if allowed and not any(targets.covers(p, normalize_host(host)) for p in allowed):
             self.status = 421
             raise _Misdirected("the Host is not served by the certificate's listener")
 
@@ -158,6 +187,12 @@ class Exchange(Attempts):
                 self.local_headers(204, preflight_headers(plan.cors, lazy), plan)
                 return
             self.cors = _encode(response_headers(plan.cors, lazy))
+        if self.method == OPTIONS:
+            forwarded = targets.forwards(self.headers)
+            if forwarded is None:
+                self._answer_options()
+                return
+            self.headers = forwarded
         if plan.redirect is not None:
             self._redirect(cand, plan, host, path, query)
             return
@@ -210,14 +245,21 @@ class Exchange(Attempts):
                 new = rewrite_path(path, rewrite.path, cand.match.path.value)
                 target = (new + ("?" + query if query else "")).encode("latin-1")
         upgrade = _header(self.headers, b"upgrade") if self.upgrade else b""
+        headers = self.headers
+        http10 = self.version == HTTP10
+        if http10:
+            # RFC 9110 §10.1.1: "A server that receives a 100-continue expectation in an
+            # HTTP/1.0 request MUST ignore that expectation": nor is it asked of the next hop.
+            headers = [(n, v) for n, v in headers if n.lower() != b"expect"]
         self.head, self.chunked = heads.upstream_request(
             self.method,
             target,
-            self.headers,
+            headers,
             host=host,
             forwarded=self.conn.forwarded,
             plan=bplan.request,
             upgrade=upgrade,
+            http10=http10,
         )
         if (plan.retries and self.method in IDEMPOTENT) or bplan.mirrors:
             self.replay = []
@@ -271,7 +313,7 @@ class Exchange(Attempts):
     def _must_close(self) -> bool:
         # A body not read yet would have to be drained first (and an Expect: 100-continue
         # client may never send it): closing is simpler and always correct.
-        if not self.request_done and _has_body(self.headers):
+        if not self.request_done and has_body(self.headers):
             self.keep_alive = False
         return not self.keep_alive
 
@@ -340,6 +382,7 @@ class Exchange(Attempts):
                 forwarded=self.conn.forwarded,
                 plan=(),
                 close=True,
+                http10=self.version == HTTP10,
             )
             length = b"content-length: %d\r\n\r\n" % len(body)
             mirror.send(origin, head[:-2] + length, body)
@@ -353,28 +396,6 @@ class _Misdirected(errors.DataplaneError):
     status = 421
 
 
-def _allowed_names(conn: HttpConnection, sni: tuple[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The hostnames of the listener SNI selected; () when any Host is fine."""
-    tables = conn.rt.tables
-    info = tables.ports.get(conn.port) if tables is not None else None
-    server_name = normalize_host(sni[0])
-    if info is None or not info.hostnames:
-        return ()  # an Ingress port, or only hostless listeners: nothing narrows the Host
-    best = ""
-    for pattern in info.hostnames:
-        if _covers(pattern, server_name) and (not best or best.startswith("*.")):
-            best = pattern
-    if not best:
-        return ()
-    return (best,)
-
-
-def _covers(pattern: str, host: str) -> bool:
-    if pattern.startswith("*."):
-        return host.endswith(pattern[1:]) and len(host) > len(pattern) - 1
-    return pattern == host
-
-
 def _header(headers: list[tuple[bytes, bytes]], wanted: bytes) -> bytes:
     for name, value in headers:
         if name.lower() == wanted:
@@ -382,7 +403,7 @@ def _header(headers: list[tuple[bytes, bytes]], wanted: bytes) -> bytes:
     return b""
 
 
-def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
     length = _header(headers, b"content-length").strip()
     return bool(length and length != b"0") or bool(_header(headers, b"transfer-encoding"))
 

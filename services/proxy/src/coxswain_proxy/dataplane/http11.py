@@ -8,7 +8,14 @@ request parsed while another is in flight waits in `queue` with reading paused.
 Why the shape (uvicorn's httptools protocol): state grouped by lifetime — the connection's here,
 one request's in its `Exchange` — and the parser's callbacks do as little as possible: collect
 the URL and headers as bytes, count their size, hand the body on. Errors the client caused are
-answered from precomputed bytes (`responses`) and the connection closed.
+answered from precomputed bytes (`responses`) and the connection closed; a request that cannot
+be parsed is refused only after the answers to the requests read whole before it (`refusing`),
+since a client that pipelines is owed those first (RFC 9112 §9.3.2).
+
+What llhttp leaves to this module (RFC 9112): the HTTP-version (§2.3: only 1.0 and 1.1 are
+served), the request-target's length (§3), the transfer codings (§6.1), an Upgrade that is not
+one (CONNECT; HTTP/1.0), and trailer fields, which llhttp reports as if they were the next
+request's header fields.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from coxswain_proxy.dataplane.runtime import Runtime
 log = logging.getLogger(__name__)
 
 HOST = b"host"
+TRANSFER_ENCODING = b"transfer-encoding"
+CHUNKED = b"chunked"
+_OWS = b" \t"
 # The fields llhttp reads a request's keep-alive from (RFC 9112 §9.3; Proxy-Connection as
 # browsers once sent it).
 _CONNECTION_FIELDS = (b"connection", b"proxy-connection")
@@ -38,6 +48,7 @@ class HttpConnection(asyncio.Protocol):
         "current", "queue", "parsing", "url", "headers", "size", "host", "says_connection",
         "clock", "last_active", "head_started", "closed", "tunnel", "write_paused", "drain",
         "forwarded", "limit", "outbox",
+        "codings", "refusing", "target_limit",
     )  # fmt: skip
 
     def __init__(self, rt: Runtime, port: int, scheme: str) -> None:
@@ -68,6 +79,9 @@ class HttpConnection(asyncio.Protocol):
         self.forwarded = b""  # heads.forwarded_tail: fixed for the connection, built once
         self.limit = rt.config.max_header_bytes
         self.outbox = rt.outbox  # what goes to the client goes through it, in order
+        self.codings: bytes | None = None  # the head's Transfer-Encoding values, joined
+        self.refusing = 0  # a request could not be parsed: the status it gets in its turn
+        self.target_limit = rt.config.max_target_bytes
 
     # ------------------------------------------------------------------ connection lifetime
 
@@ -117,20 +131,50 @@ class HttpConnection(asyncio.Protocol):
         if self.tunnel is not None:
             self.tunnel.write(data)
             return
+        if self.refusing:
+            return  # what follows a request that could not be parsed is read and dropped
         self.last_active = self.clock()
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade as exc:
-            self._upgrade(data[exc.args[0] :])
-        except httptools.HttpParserCallbackError as exc:
-            cause = exc.__context__
-            status = cause.status if isinstance(cause, errors.DataplaneError) else 500
-            if not isinstance(cause, errors.DataplaneError):
-                log.error("request handling failed", exc_info=cause)
+        while True:
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade as exc:
+                data = data[exc.args[0] :]
+                if self._upgrade(data) or not data or self.closed:
+                    return
+                continue  # no protocol switch after all: what follows is the next request
+            except httptools.HttpParserCallbackError as exc:
+                cause = exc.__context__
+                status = cause.status if isinstance(cause, errors.DataplaneError) else 500
+                if not isinstance(cause, errors.DataplaneError):
+                    log.error("request handling failed", exc_info=cause)
+                self._unparsable(status)
+            except httptools.HttpParserError:
+                # "malformed requests answered 400 and closed" (issue 7, item 9).
+                self._unparsable(400)
+            return
+
+    def _unparsable(self, status: int) -> None:
+        """The request being read cannot be parsed: it gets `status`, then the connection closes.
+
+        The requests read whole before it are answered first, in order: a parse error in a
+        pipelined request must not take the answers owed to the ones before it (RFC 9112 §9.3.2:
+        "A server MAY process a sequence of pipelined requests in parallel ... but it MUST send
+        the corresponding responses in the same order that the requests were received"). The
+        data after a request that said `Connection: close` is never answered at all: that
+        request's answer closes the connection first (RFC 9112 §9.6: "A server that receives a
+        "close" connection option ... MUST NOT process any further requests").
+        """
+        parsing, self.parsing = self.parsing, None
+        if parsing is not None and parsing is not self.current:
+            self.queue.pop()  # its body broke while it waited its turn: it is the one refused
+            parsing.abandon()
+        elif parsing is not None or self.current is None:
             self.fail(status)
-        except httptools.HttpParserError:
-            # "malformed requests answered 400 and closed" (issue 7, item 9).
-            self.fail(400)
+            return
+        # Reading goes on (what arrives is dropped: a close with unread bytes would reset the
+        # connection, and the answers with it); the refused head is no longer arriving.
+        self.refusing = status
+        self.head_started = 0.0
 
     def fail(self, status: int) -> None:
         """Answer an error the connection cannot recover from, then close."""
@@ -195,7 +239,11 @@ class HttpConnection(asyncio.Protocol):
         self.head_started = self.last_active
 
     def on_url(self, url: bytes) -> None:
-        self.url += url
+        target = self.url = self.url + url
+        # RFC 9112 §3: "A server that receives a request-target longer than any URI it wishes
+        # to parse MUST respond with a 414 (URI Too Long) status code".
+        if len(target) > self.target_limit:
+            raise errors.TargetTooLong()
         size = self.size = self.size + len(url)
         if size > self.limit:
             raise errors.HeadersTooLarge()
@@ -208,9 +256,14 @@ class HttpConnection(asyncio.Protocol):
         self.headers.append((name, value))
         if length == 4:
             if name.lower() == HOST:
+                # llhttp leaves a value's trailing whitespace on; RFC 9112 §5.1 excludes it.
+                value = value.rstrip(_OWS)
                 self.host = value if self.host is None else forward.MANY_HOSTS
         elif (length == 10 or length == 16) and name.lower() in _CONNECTION_FIELDS:
             self.says_connection = True
+        elif length == 17 and name.lower() == TRANSFER_ENCODING:
+            codings = self.codings
+            self.codings = value if codings is None else codings + b"," + value
 
     def on_headers_complete(self) -> None:
         self.head_started = 0.0
@@ -223,20 +276,27 @@ class HttpConnection(asyncio.Protocol):
             version = attempts.HTTP11
         else:
             version = parser.get_http_version()
+            # RFC 9110 §15.6.6: 505 "indicates that the server does not support, or refuses
+            # to support, the major version of HTTP that was used in the request message";
+            # llhttp reads 0.9 and 2.0 as well, which are never forwarded as 1.1.
+            if version != attempts.HTTP11 and version != attempts.HTTP10:
+                raise errors.VersionNotSupported()
+            if keep_alive and version == attempts.HTTP10:
+                keep_alive = not _says_close(self.headers)
+        if self.codings is not None:
+            _check_codings(self.codings, version)
+        method = parser.get_method()
+        upgrade = parser.should_upgrade()
+        if upgrade:
+            upgrade = _switches(method, version, self.headers)
         # The head goes to its exchange whole: a request waiting its turn keeps its own Host
         # while the ones pipelined behind it are parsed.
         exchange = forward.Exchange(
-            self,
-            parser.get_method(),
-            self.url,
-            self.headers,
-            version,
-            keep_alive,
-            parser.should_upgrade(),
-            self.host,
+            self, method, self.url, self.headers, version, keep_alive, upgrade, self.host
         )
         self.url, self.headers, self.size, self.host = b"", [], 0, None
         self.says_connection = False
+        self.codings = None
         self.parsing = exchange
         if self.current is None:
             self.current = exchange
@@ -251,6 +311,12 @@ class HttpConnection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         parsing, self.parsing = self.parsing, None
+        if self.size:
+            # Trailer fields (a chunked body's) came through on_header: they are not the next
+            # request's, and are dropped (RFC 9110 §6.5.1: a recipient that removes the
+            # chunked coding "MAY selectively retain or discard the received trailer fields").
+            self.headers, self.size, self.host, self.codings = [], 0, None, None
+            self.says_connection = False
         if parsing is not None:
             parsing.request_complete()
 
@@ -269,19 +335,74 @@ class HttpConnection(asyncio.Protocol):
             self.current.start()
         else:
             self.current = None
+            if self.refusing:
+                self.fail(self.refusing)  # the request that could not be parsed: its turn
+                return
         if not queue and self.gate.held:
             self.gate.resume(flow.PIPELINE)
 
-    def _upgrade(self, rest: bytes) -> None:
-        exchange = self.current
+    def _upgrade(self, rest: bytes) -> bool:
+        """llhttp stopped after a request that may switch protocols: whether it does (`rest`
+        is then its upstream's), or not (a refused CONNECT: `rest` is the next request)."""
+        queue = self.queue
+        exchange = queue[-1] if queue else self.current  # the request just read
         if exchange is None or not exchange.upgrade:
-            self.fail(400)
-            return
+            return False
         self.gate.pause(flow.UPGRADE)
         exchange.upgrade_data(rest)
+        return True
 
     def become_tunnel(self, upstream: asyncio.Transport) -> None:
         """After a 101: bytes flow both ways untouched until either side closes."""
         self.tunnel = upstream
         self.current = None
         self.gate.resume(flow.UPGRADE)
+
+
+def _says_close(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a Connection field holds "close" (llhttp keeps an HTTP/1.0 request's connection
+    for a "keep-alive" even then). RFC 9112 §9.3: "If the "close" connection option is present
+    (Section 9.6), the connection will not persist after the current response"."""
+    return any(
+        name.lower() in _CONNECTION_FIELDS
+        and b"close" in (o.strip(_OWS).lower() for o in value.split(b","))
+        for name, value in headers
+    )
+
+
+def _check_codings(codings: bytes, version: str) -> None:
+    """Refuse a Transfer-Encoding the proxy cannot frame a body by.
+
+    RFC 9112 §6.1: "A server or client that receives an HTTP/1.0 message containing a
+    Transfer-Encoding header field MUST treat the message as if the framing is faulty, even if
+    a Content-Length is present, and close the connection after processing the message"; §6.3:
+    "If a Transfer-Encoding header field is present in a request and the chunked transfer
+    coding is not the final encoding, the message body length cannot be determined reliably;
+    the server MUST respond with the 400 (Bad Request) status code and then close the
+    connection"; §6.1: "A server that receives a request message with a transfer coding it
+    does not understand SHOULD respond with 501 (Not Implemented)". Empty list elements are
+    not codings (RFC 9110 §5.6.1: "a recipient MUST accept empty list elements").
+    """
+    if version == attempts.HTTP10:
+        raise errors.BadRequest("Transfer-Encoding in an HTTP/1.0 request")
+    listed = [c for c in (e.strip(_OWS).lower() for e in codings.split(b",")) if c]
+    if listed == [CHUNKED]:
+        return
+    if not listed or listed[-1] != CHUNKED or listed.count(CHUNKED) > 1:
+        raise errors.BadRequest("chunked is not the final transfer coding, once")
+    raise errors.NotImplementedCoding("no transfer coding but chunked is understood")
+
+
+def _switches(method: bytes, version: str, headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request llhttp stopped after as an upgrade really switches protocols.
+
+    CONNECT does not (forward refuses it); nor does HTTP/1.0 (RFC 9110 §7.8: "A server MUST
+    ignore an Upgrade header field that is received in an HTTP/1.0 request"). llhttp has not
+    read such a request's body, and would hand it on as the next request: one with content is
+    refused (RFC 9110 §9.3.6: "A CONNECT request message does not have content").
+    """
+    if method != forward.CONNECT and version != attempts.HTTP10:
+        return True
+    if forward.has_body(headers):
+        raise errors.BadRequest("content with a CONNECT or an HTTP/1.0 Upgrade")
+    return False

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class Config:
     max_header_bytes: int = 32 * 1024  # request line and headers: beyond, 431
+    max_target_bytes: int = 8 * 1024  # the request-target: beyond, 414 (RFC 9112 §3)
     max_upstream_header_bytes: int = 64 * 1024  # an upstream response's headers: beyond, 502
     # Slow and idle clients (seconds; each no laxer than nginx's 60 s; `http11.sweep`):
     header_timeout: float = 15.0  # a request's head must arrive within this (slowloris): 408
