@@ -3,9 +3,12 @@
 Covers request-smuggling shapes (Content-Length with Transfer-Encoding, two differing lengths,
 an obfuscated or non-final chunked coding, bad chunk sizes, bare CR or LF line endings, a space
 before the colon), broken request lines and headers; each is refused with a 4xx and the
-connection closed, and the backend never receives a request from it. Then a generated fuzz:
-valid requests cut, spliced and corrupted at random; whatever the bytes, the proxy answers only
-well-formed responses, logs no internal error, and another client is served normally afterwards.
+connection closed, and the backend never receives a request from it. Then two generated
+fuzzes: valid requests cut, spliced and corrupted at random, and requests assembled from the
+pieces the RFC checks are about (methods, targets, versions, Host, framing and connection
+fields, bodies), seeded with each case of rfc9112_test.py and rfc9110_test.py. Whatever the
+bytes, the proxy answers only well-formed responses or closes, logs no internal error, forwards
+nothing a strict backend finds malformed (`recording`), and serves another client afterwards.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from collections.abc import AsyncIterator
 
 import httptools
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from coxswain_proxy.dataplane import recording
 from coxswain_proxy.dataplane import testing as t
 
 GOOD = b"GET /ok HTTP/1.1\r\nHost: example.com\r\n\r\n"
@@ -195,8 +199,9 @@ async def test_corrupted_requests_get_well_formed_answers_and_harm_no_one(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
-def _assert_responses(data: bytes) -> None:
-    """Every response in `data` parses, with a status a proxy may send."""
+def _assert_responses(data: bytes, *, strict: bool = False) -> None:
+    """Every response in `data` parses, with a status a proxy may send (`strict`: and carries
+    no field line the proxy would refuse in a request: CR, LF or NUL in a value)."""
     statuses: list[int] = []
 
     class Collect:
@@ -207,3 +212,134 @@ def _assert_responses(data: bytes) -> None:
     with contextlib.suppress(httptools.HttpParserUpgrade):
         parser.feed_data(data)
     assert all(100 <= s < 600 for s in statuses)
+    if strict:
+        for head in data.split(b"\r\n\r\n"):
+            if head.startswith(b"HTTP/1.1 "):
+                assert b"\x00" not in head and b"\n" not in head.replace(b"\r\n", b"")
+
+
+# ------------------------------------------------------------------------------ assembled requests
+
+_METHODS = [b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"OPTIONS", b"PATCH", b"CONNECT",
+            b"TRACE", b"G(T", b"get", b""]  # fmt: skip
+_TARGETS = [b"/", b"/a?b=c", b"*", b"//x", b"/x#f", b"http://example.com/x?y", b"http://example.com",
+            b"HTTPS://[::1]:8080/p", b"http://u@example.com/", b"http:///x", b"ftp://example.com/",
+            b"example.com:443", b"/" + b"a" * 300, b"/a b", b"/\xff"]  # fmt: skip
+_VERSIONS = [
+    b"HTTP/1.1",
+    b"HTTP/1.0",
+    b"HTTP/2.0",
+    b"HTTP/0.9",
+    b"HTTP/1.2",
+    b"HTTP/1.1 ",
+    b"HTTP/11",
+]
+_FIELDS = [
+    (b"Host", b"example.com"), (b"Host", b"u@example.com"), (b"Host", b"a.example, b.example"),
+    (b"Host", b"[::1]:8080"), (b"Host", b"example.com:0"), (b"Host", b"example.com:65536"),
+    (b"Host", b""), (b"Host", b"exa mple.com"), (b"Content-Length", b"5"),
+    (b"Content-Length", b"0"),
+    (b"Content-Length", b"+5"), (b"Content-Length", b"-1"), (b"Content-Length", b"5, 5"),
+    (b"Transfer-Encoding", b"chunked"), (b"Transfer-Encoding", b", chunked"),
+    (b"Transfer-Encoding", b"gzip, chunked"), (b"Transfer-Encoding", b"chunked, gzip"),
+    (b"Connection", b"close"), (b"Connection", b"keep-alive"), (b"Connection", b", close ,"),
+    (b"Connection", b"content-length"), (b"Connection", b"transfer-encoding, close"),
+    (b"Connection", b"host"), (b"Connection", b"upgrade"), (b"Upgrade", b"websocket"),
+    (b"Expect", b"100-continue"), (b"Max-Forwards", b"0"), (b"Max-Forwards", b"3"),
+    (b"Via", b"1.0 fred"), (b"TE", b"trailers"), (b"Trailer", b"X-T"), (b"X-A ", b"b"),
+    (b"X-A", b"b\x00c"), (b"X-A", b"b\rc"), (b"X(A)", b"b"), (b" X-A", b"b"),
+]  # fmt: skip
+_BODIES = [b"", b"hello", b"5\r\nhello\r\n0\r\n\r\n", b"0\r\nX-T: 1\r\nHost: e\r\n\r\n",
+           b"zz\r\n", b"0\r\n\r\n", b"\r\n"]  # fmt: skip
+# What follows each example on its connection: a request that asks for the close, so a proxy
+# still in step answers it and ends the exchange.
+_LAST = b"GET /last HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"
+
+
+@st.composite
+def _request(draw: st.DrawFn) -> bytes:
+    line = b" ".join(
+        (draw(st.sampled_from(_METHODS)), draw(st.sampled_from(_TARGETS)),
+         draw(st.sampled_from(_VERSIONS)))
+    )  # fmt: skip
+    field = st.sampled_from(_FIELDS) | st.tuples(st.binary(max_size=6), st.binary(max_size=8))
+    fields = draw(st.lists(field, max_size=6))
+    head = line + b"\r\n" + b"".join(n + b": " + v + b"\r\n" for n, v in fields) + b"\r\n"
+    return head + draw(st.sampled_from(_BODIES))
+
+
+_requests = st.lists(_request(), min_size=1, max_size=3).map(b"".join)
+
+
+H = b"Host: example.com\r\n"
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=_requests)
+# Seeds: each case rfc9112_test.py and rfc9110_test.py hold the proxy to.
+@example(data=b"GET / HTTP/1.1\r\n\r\n")
+@example(data=b"GET / HTTP/1.1\r\n" + H + H + b"\r\n")
+@example(data=b"GET / HTTP/1.1\r\nHost: u@example.com\r\n\r\n")
+@example(data=b"GET / HTTP/1.1\r\nHost: a.example, b.example\r\n\r\n")
+@example(data=b"GET / HTTP/1.1\r\nHost: example.com:65536\r\n\r\n")
+@example(data=b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n")
+@example(data=b"GET http://example.com/x?y=1 HTTP/1.1\r\nHost: other.example\r\n\r\n")
+@example(data=b"GET http://u@example.com/ HTTP/1.1\r\n" + H + b"\r\n")
+@example(data=b"CONNECT example.com:443 HTTP/1.1\r\n" + H + b"\r\n" + GOOD)
+@example(data=b"CONNECT example.com:443 HTTP/1.1\r\n" + H + b"Content-Length: 5\r\n\r\nGET /")
+@example(data=b"GET * HTTP/1.1\r\n" + H + b"\r\n" + GOOD)
+@example(data=b"OPTIONS * HTTP/1.1\r\n" + H + b"\r\n")
+@example(data=b"GET / HTTP/2.0\r\n" + H + b"\r\n")
+@example(data=b"GET / HTTP/0.9\r\n" + H + b"\r\n")
+@example(data=b"GET / HTTP/1.1\r\n" + H + b"Connection: foo, close\r\n\r\n" + GOOD)
+@example(data=b"GET / HTTP/1.1\r\n" + H + b"Connection: , close ,\r\n\r\n" + GOOD)
+@example(data=b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: , chunked\r\n\r\n0\r\n\r\n")
+@example(data=b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")
+@example(data=b"POST / HTTP/1.0\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+@example(data=b"POST / HTTP/1.1\r\n" + H + b"Connection: content-length\r\n"
+         b"Content-Length: 5\r\n\r\nhello" + GOOD)  # fmt: skip
+@example(data=b"POST / HTTP/1.1\r\n" + H + b"Connection: transfer-encoding\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + GOOD)  # fmt: skip
+@example(data=b"GET / HTTP/1.1\r\n" + H + b"Connection: host\r\n\r\n")
+@example(data=b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n" + H + b"\r\n")
+@example(data=GOOD + b"POST /b HTTP/1.1\r\n" + H + b"Content-Length: abc\r\n\r\n")
+@example(
+    data=b"POST / HTTP/1.0\r\n" + H + b"Expect: 100-continue\r\nContent-Length: 5\r\n\r\nhello"
+)
+@example(data=b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
+         b"5\r\nhello\r\n0\r\nHost: evil\r\n\r\n" + GOOD)  # fmt: skip
+@example(data=b"TRACE / HTTP/1.1\r\n" + H + b"\r\n")
+@example(data=b"OPTIONS / HTTP/1.1\r\n" + H + b"Max-Forwards: 0\r\n\r\n")
+@example(data=b"GET / HTTP/1.1\r\n" + H + b"X-A: b\r\n c\r\n\r\n")
+@example(data=b"POST / HTTP/1.1\r\n" + H + b"Content-Length: +5\r\n\r\nhello")
+@example(data=b"GET / HTTP/1.0\r\n" + H + b"Connection: upgrade, keep-alive\r\nUpgrade: ws\r\n\r\n")
+async def test_assembled_requests_are_answered_or_closed_and_never_forwarded_malformed(
+    data: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="coxswain_proxy"):
+        async with recording.plane() as (port, rec):
+            async with t.client(port) as c:
+                c.send(data + _LAST)
+                answer = await _read_until_close(c)
+            _assert_responses(answer, strict=True)
+            assert rec.problems == []
+            forwarded = len(rec.requests)
+            assert (await t.get(port, "/ok")).status == 200
+            assert len(rec.requests) == forwarded + 1 and rec.problems == []
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def _read_until_close(c: t.Client) -> bytes:
+    """What the proxy sent until it closed, or until a second passed without it closing (a
+    request whose body never comes keeps the connection open)."""
+    got = b""
+    with contextlib.suppress(TimeoutError, ConnectionError):
+        async with asyncio.timeout(1.0):
+            while data := await c.reader.read(65536):
+                got += data
+    return got
