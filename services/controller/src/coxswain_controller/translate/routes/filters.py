@@ -68,8 +68,8 @@ def convert_filters(
             continue
         seen.add(kind)
         if allowed is not None and kind not in allowed:
-            what = kind or "(none)"
-            result.refused.append(f"filters[{index}]: a {route_kind} cannot carry a {what} filter")
+            what = f"filter type {kind or '(none)'}"
+            result.refused.append(f"filters[{index}]: {what} is not supported on a {route_kind}")
             continue
         if redirected and kind == "RequestHeaderModifier":
             result.notes.append(

@@ -12,7 +12,18 @@ match with service and method is an exact path; service alone is the path prefix
 service; method alone matches the method under any service; and a RegularExpression type matches
 each segment as a pattern, an absent one matching any segment."
 
-The lowered match names no method: every gRPC call is a POST, so requiring it would change
+How the lowered matches rank, and why a match of every call is a pattern too: the model tries an
+exact path, then path prefixes longest first, then patterns in precedence order (more header
+conditions, then the older route, then the earlier rule). The Gateway API ranks GRPCRoute
+matches by "Characters in a matching service", then "Characters in a matching method", then
+"Header matches". Service and method (exact) before service alone (a prefix, longer first)
+follows from that order. A method alone can only be a pattern (its service segment is any), so a
+match of every call (no method match, or no matches) is the pattern `/[^/]+/[^/]+` rather than
+the prefix `/`: as a prefix it would outrank every method-alone match on its host, and the usual
+"this method here, everything else there" rule list would never reach the method. Among
+patterns the HTTPRoute's order applies, so the earlier rule (or the older route) wins there.
+
+The lowered match names no HTTP method: every gRPC call is a POST, so requiring it would change
 nothing a gRPC client sends, while it would rank the match above an HTTPRoute's on the shared
 router of a port (spec 003 "Matches and precedence": "a match naming a method first").
 """
@@ -42,7 +53,8 @@ _SERVICE = re.compile(r"\.?[A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)*")
 _METHOD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 # One path segment, whatever it holds: an absent service or method.
 _ANY_SEGMENT = "[^/]+"
-_EVERY_CALL = PathMatch(PathType.PATH_PREFIX, "/")
+# /{any service}/{any method}: every gRPC call (see the module docstring for why not a prefix).
+_EVERY_CALL = PathMatch(PathType.REGULAR_EXPRESSION, f"/{_ANY_SEGMENT}/{_ANY_SEGMENT}")
 
 
 def method_path(raw: Mapping[str, Any] | None) -> tuple[PathMatch, list[str]]:
@@ -78,7 +90,8 @@ def _exact(service: str, method: str) -> tuple[PathMatch, list[str]]:
     if method:
         return PathMatch(PathType.REGULAR_EXPRESSION, f"/{_ANY_SEGMENT}/{re.escape(method)}"), []
     # GRPCMethodMatch: "At least one of Service and Method MUST be a non-empty string"; the API
-    # server refuses neither, and an empty match restricts nothing.
+    # server refuses a match naming neither; one that reaches translation anyway restricts
+    # nothing.
     return _EVERY_CALL, []
 
 

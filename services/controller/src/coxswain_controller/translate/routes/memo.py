@@ -1,9 +1,10 @@
 """Reusing compiled routes between passes: an edit recompiles what it touched, not everything.
 
 Where it sits: the publisher keeps one `RouteMemo` across passes and hands it to `translate`.
-Compiling an HTTPRoute's rules (matches, filters, backend resolution) is most of a pass, and its
-result depends only on the route object and on the objects backends resolve against (Services,
-EndpointSlices, ReferenceGrants, BackendTLSPolicies, ConfigMaps, Secrets). The watch cache never
+Compiling a route's rules (HTTPRoute or GRPCRoute: matches, filters, backend resolution) is
+most of a pass, and its result depends only on the route object and on the objects backends
+resolve against (Services, EndpointSlices, ReferenceGrants, BackendTLSPolicies, ConfigMaps,
+Secrets). Entries are keyed by kind as well as name. The watch cache never
 mutates an object and swaps a kind's whole table when any object of that kind changes, so
 "the same route object, resolved against the same tables" is an identity check. Translation stays
 pure: with or without a memo it returns the same result (memo_test checks every golden case).
