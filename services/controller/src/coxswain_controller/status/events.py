@@ -26,6 +26,7 @@ API_VERSIONS = {
     "GatewayClass": "gateway.networking.k8s.io/v1",
     "Gateway": "gateway.networking.k8s.io/v1",
     "HTTPRoute": "gateway.networking.k8s.io/v1",
+    "GRPCRoute": "gateway.networking.k8s.io/v1",
     "Ingress": "networking.k8s.io/v1",
     "IngressClass": "networking.k8s.io/v1",
 }

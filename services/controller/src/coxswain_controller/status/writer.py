@@ -35,6 +35,7 @@ PLURALS = {
     "GatewayClass": "gatewayclasses",
     "Gateway": "gateways",
     "HTTPRoute": "httproutes",
+    "GRPCRoute": "grpcroutes",
     "Ingress": "ingresses",
 }
 # The API group of each kind written, when not the Gateway API's.
