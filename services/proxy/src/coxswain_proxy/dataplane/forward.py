@@ -313,7 +313,7 @@ class Exchange(Attempts):
     def _must_close(self) -> bool:
         # A body not read yet would have to be drained first (and an Expect: 100-continue
         # client may never send it): closing is simpler and always correct.
-        if not self.request_done and has_body(self.headers):
+        if not self.request_done and _has_body(self.headers):
             self.keep_alive = False
         return not self.keep_alive
 
@@ -403,7 +403,7 @@ def _header(headers: list[tuple[bytes, bytes]], wanted: bytes) -> bytes:
     return b""
 
 
-def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:
     length = _header(headers, b"content-length").strip()
     return bool(length and length != b"0") or bool(_header(headers, b"transfer-encoding"))
 

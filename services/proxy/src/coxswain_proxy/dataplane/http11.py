@@ -12,7 +12,7 @@ answered from precomputed bytes (`responses`) and the connection closed; a reque
 be parsed is refused only after the answers to the requests read whole before it (`refusing`),
 since a client that pipelines is owed those first (RFC 9112 §9.3.2).
 
-What llhttp leaves to this module (RFC 9112): the HTTP-version (§2.3: only 1.0 and 1.1 are
+What llhttp leaves to this module and `headchecks` (RFC 9112): the HTTP-version (§2.3: only 1.0 and 1.1 are
 served), the request-target's length (§3), the transfer codings (§6.1), an Upgrade that is not
 one (CONNECT; HTTP/1.0), and trailer fields, which llhttp reports as if they were the next
 request's header fields.
@@ -28,18 +28,24 @@ from typing import cast
 
 import httptools
 
-from coxswain_proxy.dataplane import attempts, errors, flow, forward, heads, responses, stats
+from coxswain_proxy.dataplane import (
+    attempts,
+    errors,
+    flow,
+    forward,
+    headchecks,
+    heads,
+    responses,
+    stats,
+)
 from coxswain_proxy.dataplane.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 HOST = b"host"
 TRANSFER_ENCODING = b"transfer-encoding"
-CHUNKED = b"chunked"
-_OWS = b" \t"
-# The fields llhttp reads a request's keep-alive from (RFC 9112 §9.3; Proxy-Connection as
-# browsers once sent it).
-_CONNECTION_FIELDS = (b"connection", b"proxy-connection")
+_OWS = headchecks.OWS
+_CONNECTION_FIELDS = headchecks.CONNECTION_FIELDS
 
 
 class HttpConnection(asyncio.Protocol):
@@ -148,10 +154,25 @@ class HttpConnection(asyncio.Protocol):
                 if not isinstance(cause, errors.DataplaneError):
                     log.error("request handling failed", exc_info=cause)
                 self._unparsable(status)
+            except httptools.HttpParserInvalidMethodError:
+                self._unparsable(self._unknown_method(data))
             except httptools.HttpParserError:
                 # "malformed requests answered 400 and closed" (issue 7, item 9).
                 self._unparsable(400)
             return
+
+    def _unknown_method(self, data: bytes) -> int:
+        """llhttp knows a fixed set of methods: one it does not may still be a token.
+
+        RFC 9110 §9.1: "An origin server that receives a request method that is unrecognized
+        or not implemented SHOULD respond with the 501 (Not Implemented) status code"; what is
+        not a token at all is a malformed request line (400). The method is read from `data`
+        only when no request is in flight (else where it starts in `data` is unknown, and 400
+        does).
+        """
+        if self.current is None and not self.queue and headchecks.token_first(data):
+            return 501
+        return 400
 
     def _unparsable(self, status: int) -> None:
         """The request being read cannot be parsed: it gets `status`, then the connection closes.
@@ -282,13 +303,13 @@ class HttpConnection(asyncio.Protocol):
             if version != attempts.HTTP11 and version != attempts.HTTP10:
                 raise errors.VersionNotSupported()
             if keep_alive and version == attempts.HTTP10:
-                keep_alive = not _says_close(self.headers)
+                keep_alive = not headchecks.says_close(self.headers)
         if self.codings is not None:
-            _check_codings(self.codings, version)
+            headchecks.check_codings(self.codings, version)
         method = parser.get_method()
         upgrade = parser.should_upgrade()
         if upgrade:
-            upgrade = _switches(method, version, self.headers)
+            upgrade = headchecks.switches(method, version, self.headers)
         # The head goes to its exchange whole: a request waiting its turn keeps its own Host
         # while the ones pipelined behind it are parsed.
         exchange = forward.Exchange(
@@ -357,52 +378,3 @@ class HttpConnection(asyncio.Protocol):
         self.tunnel = upstream
         self.current = None
         self.gate.resume(flow.UPGRADE)
-
-
-def _says_close(headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether a Connection field holds "close" (llhttp keeps an HTTP/1.0 request's connection
-    for a "keep-alive" even then). RFC 9112 §9.3: "If the "close" connection option is present
-    (Section 9.6), the connection will not persist after the current response"."""
-    return any(
-        name.lower() in _CONNECTION_FIELDS
-        and b"close" in (o.strip(_OWS).lower() for o in value.split(b","))
-        for name, value in headers
-    )
-
-
-def _check_codings(codings: bytes, version: str) -> None:
-    """Refuse a Transfer-Encoding the proxy cannot frame a body by.
-
-    RFC 9112 §6.1: "A server or client that receives an HTTP/1.0 message containing a
-    Transfer-Encoding header field MUST treat the message as if the framing is faulty, even if
-    a Content-Length is present, and close the connection after processing the message"; §6.3:
-    "If a Transfer-Encoding header field is present in a request and the chunked transfer
-    coding is not the final encoding, the message body length cannot be determined reliably;
-    the server MUST respond with the 400 (Bad Request) status code and then close the
-    connection"; §6.1: "A server that receives a request message with a transfer coding it
-    does not understand SHOULD respond with 501 (Not Implemented)". Empty list elements are
-    not codings (RFC 9110 §5.6.1: "a recipient MUST accept empty list elements").
-    """
-    if version == attempts.HTTP10:
-        raise errors.BadRequest("Transfer-Encoding in an HTTP/1.0 request")
-    listed = [c for c in (e.strip(_OWS).lower() for e in codings.split(b",")) if c]
-    if listed == [CHUNKED]:
-        return
-    if not listed or listed[-1] != CHUNKED or listed.count(CHUNKED) > 1:
-        raise errors.BadRequest("chunked is not the final transfer coding, once")
-    raise errors.NotImplementedCoding("no transfer coding but chunked is understood")
-
-
-def _switches(method: bytes, version: str, headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether a request llhttp stopped after as an upgrade really switches protocols.
-
-    CONNECT does not (forward refuses it); nor does HTTP/1.0 (RFC 9110 §7.8: "A server MUST
-    ignore an Upgrade header field that is received in an HTTP/1.0 request"). llhttp has not
-    read such a request's body, and would hand it on as the next request: one with content is
-    refused (RFC 9110 §9.3.6: "A CONNECT request message does not have content").
-    """
-    if method != forward.CONNECT and version != attempts.HTTP10:
-        return True
-    if forward.has_body(headers):
-        raise errors.BadRequest("content with a CONNECT or an HTTP/1.0 Upgrade")
-    return False

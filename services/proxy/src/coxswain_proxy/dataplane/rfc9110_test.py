@@ -222,3 +222,16 @@ async def test_invalid_field_syntax_is_400_and_never_forwarded(request_bytes: by
     answered, rec = await until_closed(request_bytes)
     assert [r.status for r in answered] == [400]
     assert rec.requests == []
+
+
+@pytest.mark.parametrize(
+    "method",
+    [pytest.param(b"FOO", id="unknown"), pytest.param(b"get", id="methods-are-case-sensitive")],
+)
+async def test_a_method_the_proxy_does_not_know_is_501(method: bytes) -> None:
+    # RFC 9110 §9.1: "An origin server that receives a request method that is unrecognized or
+    # not implemented SHOULD respond with the 501 (Not Implemented) status code"; "The method
+    # token is case-sensitive".
+    answered, rec = await until_closed(method + b" / HTTP/1.1\r\n" + H + b"\r\n")
+    assert [r.status for r in answered] == [501]
+    assert rec.requests == []
