@@ -1,4 +1,5 @@
-"""Golden translation cases: `testdata/<case>/input.yaml` → `expected.yaml`.
+"""Golden translation cases: `testdata/<case>/input.yaml` → `expected.yaml`; and the podTemplate
+strategic-merge cases, `provision/testdata/<case>/original.yaml` + `patches.yaml` → `expected.yaml`.
 
 One function runs a case for the golden test, for `--update-goldens`, and for
 `coxswain-controller translate -f`: manifests in, rendered result out.
@@ -14,11 +15,20 @@ import yaml
 
 from coxswain_controller.translate.inputs import Inputs, Options
 from coxswain_controller.translate.pipeline import translate
+from coxswain_controller.translate.provision import strategic
 from coxswain_controller.translate.render import render
 
-__all__ = ["TESTDATA", "render_manifests", "run_case", "update_goldens"]
+__all__ = [
+    "STRATEGIC_TESTDATA",
+    "TESTDATA",
+    "render_manifests",
+    "run_case",
+    "run_strategic_case",
+    "update_goldens",
+]
 
 TESTDATA = Path(__file__).parent / "testdata"
+STRATEGIC_TESTDATA = Path(__file__).parent / "provision" / "testdata"
 
 
 def render_manifests(documents: Iterable[Any], options: Options | None = None) -> str:
@@ -41,14 +51,28 @@ def run_case(case: Path) -> str:
         return render_manifests(yaml.safe_load_all(handle), case_options(case))
 
 
+def run_strategic_case(case: Path) -> str:
+    """A strategic-merge case: `original.yaml`, each document of `patches.yaml` merged onto it
+    in order (a class's podTemplate, then a Gateway's), the result as YAML."""
+    merged = yaml.safe_load((case / "original.yaml").read_text())
+    with (case / "patches.yaml").open() as handle:
+        for patch in yaml.safe_load_all(handle):
+            merged = strategic.merge(merged, patch or {})
+    return yaml.safe_dump(merged, sort_keys=True, width=100)
+
+
 def update_goldens(root: Path) -> list[str]:
-    """Rewrite every case's expected.yaml; delete expected files whose input is gone."""
+    """Rewrite every case's expected.yaml (translation cases and strategic-merge cases alike);
+    delete expected files whose input is gone."""
     written = []
     for case in sorted(p for p in root.iterdir() if p.is_dir()):
         expected = case / "expected.yaml"
-        if not (case / "input.yaml").exists():
+        if (case / "input.yaml").exists():
+            expected.write_text(run_case(case))
+        elif (case / "original.yaml").exists():
+            expected.write_text(run_strategic_case(case))
+        else:
             expected.unlink(missing_ok=True)
             continue
-        expected.write_text(run_case(case))
         written.append(case.name)
     return written

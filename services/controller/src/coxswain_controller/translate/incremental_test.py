@@ -42,6 +42,7 @@ def _same(a: TranslateResult, b: TranslateResult) -> None:
     assert a.verdicts == b.verdicts
     assert a.events == b.events
     assert a.gateway_identities == b.gateway_identities
+    assert a.provision == b.provision
 
 
 def _step(translator: Translator, tables: Tables, options: Options | None = None) -> None:

@@ -191,8 +191,8 @@ def _string_map(where: str, value: Any, *, label_values: bool) -> str:
 
 def qualified_name(key: str) -> bool:
     """A label or annotation key: an optional DNS-subdomain prefix and '/', then a name."""
-    prefix, _, rest = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _PREFIX.match(prefix)):
+    prefix, slash, rest = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _PREFIX.match(prefix)):
         return False
     return 0 < len(rest) <= 63 and bool(_NAME_PART.match(rest))
 

@@ -68,13 +68,14 @@ def _merge_map(original: Any, patch: Mapping[str, Any], path: tuple[str, ...]) -
     if directive != "replace" and isinstance(original, Mapping):
         base = {k: copy.deepcopy(v) for k, v in original.items()}
     for key, value in patch.items():
-        if key.startswith(_DELETE_FROM):
-            target = key[len(_DELETE_FROM) :]
-            if isinstance(base.get(target), list) and isinstance(value, list):
-                base[target] = [v for v in base[target] if v not in value]
-        elif key.startswith("$"):
+        # Removals apply to the original list, before the patch's own value of it (if any).
+        target = key.removeprefix(_DELETE_FROM)
+        if key != target and isinstance(base.get(target), list) and isinstance(value, list):
+            base[target] = [v for v in base[target] if v not in value]
+    for key, value in patch.items():
+        if key.startswith("$"):
             continue
-        elif value is None:
+        if value is None:
             base.pop(key, None)
         else:
             merged = _merge_value(base.get(key), value, (*path, key))
