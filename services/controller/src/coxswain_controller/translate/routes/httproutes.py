@@ -137,7 +137,7 @@ def _without(outcome: ParentOutcome, lost: Mapping[ListenerState, str]) -> Paren
 
 
 def withdraw(contribution: RouteContribution, tables: ScopeTables) -> None:
-    """Undo what `http_route` added to `tables` and to its listeners' attached counts."""
+    """Undo what `finish` added to `tables` and to its listeners' attached counts."""
     for placement in contribution.placements:
         tables.remove(placement)
     for listener in contribution.listeners:
