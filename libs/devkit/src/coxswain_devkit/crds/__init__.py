@@ -3,8 +3,9 @@
 `standard()` holds GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant and
 BackendTLSPolicy; `experimental()` adds TLSRoute, TCPRoute, UDPRoute and ListenerSet. Apply them
 through the API (or `ApiServer.apply`) to make the Gateway API served; delete them to take it away.
-`coxswain()` holds Coxswain's own (CoxswainIngressClassParameters), which the emulator CLI
-always serves.
+`coxswain()` holds Coxswain's own (CoxswainIngressClassParameters and
+CoxswainGatewayParameters), which the emulator CLI always serves. The CoxswainGatewayParameters
+file is the one in deploy/crds/, byte for byte (crds_test checks it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 STANDARD = "gateway-api-standard.yaml"
 EXPERIMENTAL = "gateway-api-experimental.yaml"
 COXSWAIN = "coxswain.yaml"
+GATEWAY_PARAMETERS = "coxswaingatewayparameters.yaml"  # a copy of deploy/crds/'s
 
 
 def _load(name: str) -> list[dict[str, Any]]:
@@ -34,4 +36,4 @@ def experimental() -> list[dict[str, Any]]:
 
 
 def coxswain() -> list[dict[str, Any]]:
-    return _load(COXSWAIN)
+    return _load(COXSWAIN) + _load(GATEWAY_PARAMETERS)
