@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from coxswain_controller.translate.provision import names
+
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 COXSWAIN_GROUP = "coxswain-labs.dev"  # Coxswain's own CRDs (IngressClass parameters)
 TLS_SECRET_TYPE = "kubernetes.io/tls"  # noqa: S105 - a Secret type, not a password
+# The label every object the provisioner makes carries (translate/provision/names.py).
+PROVISIONED = f"{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +29,9 @@ class Kind:
     namespaced: bool  # False for cluster-scoped kinds
     # Spec 000 grants "Secret (kubernetes.io/tls)": only those are listed and watched.
     field_selector: str = ""
+    # Only the objects carrying these labels (k=v,...): the provisioner's own, of kinds the
+    # controller does not otherwise read.
+    label_selector: str = ""
     # False where only this controller writes status (routes, Gateways, Ingress): a change to
     # it is our own write coming back, and must not trigger another rebuild.
     status_matters: bool = True
@@ -49,6 +56,19 @@ CORE: tuple[Kind, ...] = (
     Kind("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", True),
     Kind("Ingress", "networking.k8s.io", "v1", "ingresses", True, status_matters=False),
     Kind("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False),
+    # What the provisioner made (spec 000: "Deployment, Service, ServiceAccount"; Services and
+    # ConfigMaps are watched whole above): compared with what it should have made. Their status
+    # is nobody's concern here (the provisioner owns spec fields only).
+    Kind(
+        "Deployment",
+        "apps",
+        "v1",
+        "deployments",
+        True,
+        label_selector=PROVISIONED,
+        status_matters=False,
+    ),
+    Kind("ServiceAccount", "", "v1", "serviceaccounts", True, label_selector=PROVISIONED),
 )
 
 CRD = Kind(
@@ -85,6 +105,13 @@ COXSWAIN: tuple[GatewayKind, ...] = (
         "coxswainingressclassparameters",
         ("v1alpha1",),
         namespaced=False,
+        status_matters=True,
+    ),
+    # Spec 001: "resolves each Gateway's effective CoxswainGatewayParameters".
+    GatewayKind(
+        "CoxswainGatewayParameters",
+        "coxswaingatewayparameters",
+        ("v1alpha1",),
         status_matters=True,
     ),
 )

@@ -137,7 +137,10 @@ class Reflector:
         return {"apiVersion": self.kind.api_version, "kind": self.kind.name, **obj}
 
     def _selector(self) -> list[tuple[str, str]]:
-        return [("fieldSelector", self.kind.field_selector)] if self.kind.field_selector else []
+        found = [("fieldSelector", self.kind.field_selector)] if self.kind.field_selector else []
+        if self.kind.label_selector:
+            found.append(("labelSelector", self.kind.label_selector))
+        return found
 
     async def _watch(self) -> None:
         stream = await self._open()
