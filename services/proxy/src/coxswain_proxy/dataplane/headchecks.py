@@ -50,7 +50,8 @@ def check_codings(codings: bytes, version: str) -> None:
     the server MUST respond with the 400 (Bad Request) status code and then close the
     connection"; §6.1: "A server that receives a request message with a transfer coding it
     does not understand SHOULD respond with 501 (Not Implemented)". Empty list elements are
-    not codings (RFC 9110 §5.6.1: "a recipient MUST accept empty list elements").
+    not codings (RFC 9110 §5.6.1.2: "A recipient MUST parse and ignore a reasonable number of
+    empty list elements").
     """
     if version == HTTP10:
         raise errors.BadRequest("Transfer-Encoding in an HTTP/1.0 request")

@@ -12,10 +12,10 @@ answered from precomputed bytes (`responses`) and the connection closed; a reque
 be parsed is refused only after the answers to the requests read whole before it (`refusing`),
 since a client that pipelines is owed those first (RFC 9112 §9.3.2).
 
-What llhttp leaves to this module and `headchecks` (RFC 9112): the HTTP-version (§2.3: only 1.0 and 1.1 are
-served), the request-target's length (§3), the transfer codings (§6.1), an Upgrade that is not
-one (CONNECT; HTTP/1.0), and trailer fields, which llhttp reports as if they were the next
-request's header fields.
+What llhttp leaves to this module and `headchecks` (RFC 9112): the HTTP-version (§2.3: only
+1.0 and 1.1 are served), the request-target's length (§3), the transfer codings (§6.1), an
+Upgrade that is not one (CONNECT; HTTP/1.0), and trailer fields, which llhttp reports as if
+they were the next request's header fields.
 """
 
 from __future__ import annotations
@@ -180,10 +180,10 @@ class HttpConnection(asyncio.Protocol):
         The requests read whole before it are answered first, in order: a parse error in a
         pipelined request must not take the answers owed to the ones before it (RFC 9112 §9.3.2:
         "A server MAY process a sequence of pipelined requests in parallel ... but it MUST send
-        the corresponding responses in the same order that the requests were received"). The
-        data after a request that said `Connection: close` is never answered at all: that
-        request's answer closes the connection first (RFC 9112 §9.6: "A server that receives a
-        "close" connection option ... MUST NOT process any further requests").
+        the corresponding responses in the same order that the corresponding requests were
+        received"). The data after a request that said `Connection: close` is never answered
+        at all: that request's answer closes the connection first (RFC 9112 §9.6: "A server
+        that receives a "close" connection option ... MUST NOT process any further requests").
         """
         parsing, self.parsing = self.parsing, None
         if parsing is not None and parsing is not self.current:
@@ -334,7 +334,7 @@ class HttpConnection(asyncio.Protocol):
         parsing, self.parsing = self.parsing, None
         if self.size:
             # Trailer fields (a chunked body's) came through on_header: they are not the next
-            # request's, and are dropped (RFC 9110 §6.5.1: a recipient that removes the
+            # request's, and are dropped (RFC 9112 §7.1.2: a recipient that removes the
             # chunked coding "MAY selectively retain or discard the received trailer fields").
             self.headers, self.size, self.host, self.codings = [], 0, None, None
             self.says_connection = False

@@ -225,10 +225,10 @@ async def test_connection_close_is_served_then_closed_and_nothing_after_is_read(
     connection: bytes,
 ) -> None:
     # RFC 9112 §9.6: "A server that receives a "close" connection option MUST initiate closure
-    # of the connection after it sends the final response to the request that contained the
-    # "close" connection option. The server SHOULD send a "close" connection option in its
-    # final response on that connection. The server MUST NOT process any further requests
-    # received on that connection." RFC 9110 §5.6.1: empty list elements are ignored.
+    # of the connection (see below) after it sends the final response to the request that
+    # contained the "close" connection option. The server SHOULD send a "close" connection
+    # option in its final response on that connection. The server MUST NOT process any further
+    # requests received on that connection." RFC 9110 §5.6.1: empty list elements are ignored.
     data = b"GET /first HTTP/1.1\r\n" + H + b"Connection: " + connection + b"\r\n\r\n" + GET2
     answered, rec = await until_closed(data)
     assert [(r.status, r.header("connection")) for r in answered] == [(200, "close")]
@@ -311,7 +311,8 @@ async def test_a_chunked_body_that_breaks_while_queued_is_refused_in_its_turn() 
     ],
 )
 async def test_a_chunked_body_reaches_the_backend_whole(coding: bytes) -> None:
-    # RFC 9110 §5.6.1: "a recipient MUST accept empty list elements"; codings are
+    # RFC 9110 §5.6.1.2: "A recipient MUST parse and ignore a reasonable number of empty list
+    # elements"; codings are
     # case-insensitive (RFC 9112 §7).
     body = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
     request = b"POST /p HTTP/1.1\r\n" + H + b"Transfer-Encoding: " + coding + b"\r\n\r\n" + body
@@ -416,7 +417,7 @@ async def test_a_connection_option_never_removes_the_host() -> None:
 
 async def test_trailer_fields_are_not_the_next_requests_fields() -> None:
     # llhttp reports trailer fields as header fields: they must not become the fields (or the
-    # Host) of the request pipelined behind (RFC 9110 §6.5.1: they may be discarded).
+    # Host) of the request pipelined behind (RFC 9112 §7.1.2: they may be discarded).
     request = (
         b"POST /p HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
         b"5\r\nhello\r\n0\r\nX-Injected: 1\r\nHost: evil.example\r\n\r\n" + GET2

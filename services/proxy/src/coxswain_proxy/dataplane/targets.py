@@ -58,8 +58,8 @@ def valid_host(value: bytes) -> bool:
 def valid_target(url: bytes) -> bool:
     """Whether an origin-form target may be routed and sent on.
 
-    RFC 9112 §3.2.1: origin-form = absolute-path [ "?" query ]: no fragment (RFC 9110 §4.2.5:
-    a fragment "is not sent in a request"), and llhttp lets a '#' through.
+    RFC 9112 §3.2.1: origin-form = absolute-path [ "?" query ]: no fragment (RFC 9110 §7.1:
+    "fragment identifiers are reserved for client-side processing"), and llhttp lets '#' by.
     """
     return b"#" not in url
 
