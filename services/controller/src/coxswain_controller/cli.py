@@ -19,6 +19,7 @@ import yaml
 from coxswain_controller import runtime
 from coxswain_controller._version import __version__
 from coxswain_controller.translate import Options, goldens
+from coxswain_controller.translate.provision import parameters
 from coxswain_service import admin, logs, readiness, signals
 
 log = logging.getLogger("coxswain_controller")
@@ -34,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     _translation_flags(serve)
     _election_flags(serve)
     _discovery_flags(serve)
+    _provisioning_flags(serve)
     offline = commands.add_parser(
         "translate", help="translate manifests offline and print the compiled routing and status"
     )
@@ -49,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAMESPACE/NAME",
         help="as for serve: the Service whose addresses shared Gateways report",
     )
+    _provisioning_flags(offline)
     return parser
 
 
@@ -125,6 +128,93 @@ def _discovery_flags(serve: argparse.ArgumentParser) -> None:
     )
 
 
+# Spec 002: "NodePort is rejected: it cannot preserve the advertised listener port."
+NODE_PORT_REFUSED = (
+    "NodePort is refused: a Gateway must be reached on the port each listener declares (spec "
+    "002), and a NodePort Service is reached on node ports the API server allocates "
+    "(30000-32767), so clients could not use the Gateway's own ports; use LoadBalancer, or "
+    "ClusterIP behind a load balancer of your own"
+)
+
+
+def vip_service_type(text: str) -> str:
+    """--vip-service-type: LoadBalancer or ClusterIP."""
+    if text == "NodePort":
+        raise argparse.ArgumentTypeError(NODE_PORT_REFUSED)
+    if text not in parameters.SERVICE_TYPES:
+        raise argparse.ArgumentTypeError(f"{text!r}: use LoadBalancer or ClusterIP")
+    return text
+
+
+def label_selector(text: str) -> tuple[tuple[str, str], ...]:
+    """--shared-proxy-selector: `key=value[,key=value...]`, equality only (a Service's
+    selector is a plain map)."""
+    pairs = []
+    for item in (part.strip() for part in text.split(",")):
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if (
+            not eq
+            or not parameters.qualified_name(key)
+            or not value
+            or not parameters.label_value(value)
+        ):
+            raise argparse.ArgumentTypeError(f"{item!r} is not key=value with a label's syntax")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def _provisioning_flags(parser: argparse.ArgumentParser) -> None:
+    defaults = Options()
+    group = parser.add_argument_group("provisioning (each Gateway's Service, identity, proxies)")
+    group.add_argument(
+        "--vip-service-type",
+        type=vip_service_type,
+        default="LoadBalancer",
+        metavar="LoadBalancer|ClusterIP",
+        help="the type of each shared Gateway's VIP Service (default: %(default)s; NodePort is "
+        "refused: it cannot keep a listener's port)",
+    )
+    group.add_argument(
+        "--shared-proxy-selector",
+        type=label_selector,
+        default=defaults.shared_proxy_selector,
+        metavar="KEY=VALUE[,...]",
+        help="the labels of the shared proxy pods, which every VIP Service selects "
+        "(default: app.kubernetes.io/name=coxswain-proxy)",
+    )
+    group.add_argument(
+        "--proxy-image",
+        default=f"ghcr.io/coxswain-labs/coxswain-proxy:{__version__}",
+        help="dedicated proxies' image, unless their parameters name one (default: %(default)s)",
+    )
+    group.add_argument(
+        "--proxy-discovery-endpoint",
+        default=defaults.proxy_discovery_endpoint,
+        help="the discovery stream dedicated proxies subscribe to (their --discovery-endpoint)",
+    )
+    group.add_argument(
+        "--proxy-bootstrap-endpoint",
+        default=defaults.proxy_bootstrap_endpoint,
+        help="where dedicated proxies get their SVID (their --discovery-bootstrap-endpoint)",
+    )
+    group.add_argument(
+        "--proxy-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for every dedicated proxy, repeatable (--proxy-arg=--log-level "
+        "--proxy-arg=debug)",
+    )
+    group.add_argument(
+        "--trust-bundle-configmap",
+        default=defaults.trust_bundle_configmap,
+        metavar="NAMESPACE/NAME",
+        help="the identity service's trust bundle ConfigMap, copied next to each dedicated "
+        "Gateway for its proxies to mount (default: %(default)s)",
+    )
+
+
 def _translate_offline(args: argparse.Namespace) -> int:
     if args.update_goldens is not None:
         for case in goldens.update_goldens(args.update_goldens):
@@ -139,7 +229,9 @@ def _translate_offline(args: argparse.Namespace) -> int:
     for path in args.filename:
         with path.open() as handle:
             documents += list(yaml.safe_load_all(handle))
-    options = Options(published_service=args.published_service)
+    options = Options(
+        published_service=args.published_service, **runtime.provisioning_options(args)
+    )
     sys.stdout.write(goldens.render_manifests(documents, options))
     return 0
 

@@ -5,8 +5,9 @@ quiet moment (a trailing DEBOUNCE with at most MAX_DELAY since the first change,
 becomes one publish), translates the cache's current view in a worker thread (it is pure and
 CPU-bound, and the event loop must keep serving streams), publishes every scope, and stamps each
 Gateway with the publish sequence at which its current generation first appeared (spec 000).
-The leader then hands the verdicts, Programmed gated on bind + ack, to the status writer; a
-standby publishes too, so it serves at once when it takes over.
+The leader then hands the verdicts, Programmed gated on bind + ack, to the status writer, and
+the desired objects to the provisioner; a standby publishes too, so it serves at once when it
+takes over.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from coxswain_controller.discovery.nodes import NodeRegistry
 from coxswain_controller.discovery.registry import SnapshotRegistry
 from coxswain_controller.leader.leadership import Leadership
+from coxswain_controller.provisioner.provisioner import Provisioner
 from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.gate import ProgrammedGate
 from coxswain_controller.status.writer import StatusWriter
@@ -56,6 +58,7 @@ class Publisher:
         options: Options,
         writer: StatusWriter | None = None,
         events: EventRecorder | None = None,
+        provisioner: Provisioner | None = None,
         debounce: float = DEBOUNCE,
         max_delay: float = MAX_DELAY,
     ) -> None:
@@ -65,6 +68,7 @@ class Publisher:
         self._leadership = leadership
         self._writer = writer
         self._events = events
+        self._provisioner = provisioner
         self._debounce = debounce
         self._max_delay = max_delay
         self._gate = ProgrammedGate()
@@ -157,6 +161,8 @@ class Publisher:
             return
         if self._writer is not None:
             self._writer.submit(self._gated(result))
+        if self._provisioner is not None:
+            self._provisioner.submit(result.provision)
         if self._events is not None:
             await self._events.record(result.events)
 
@@ -180,6 +186,8 @@ class Publisher:
             self._events.new_term()
         if leader and self._writer is not None:
             self._writer.forget()
+        if leader and self._provisioner is not None:
+            self._provisioner.forget()
         if leader:
             self.changed()
 

@@ -1,7 +1,8 @@
 """Everything `coxswain-controller serve` runs, started and stopped in the right order.
 
 sources (watches → cache) → publisher (debounced translate → registry) → discovery server;
-leader election decides who writes status and Events and who serves streams. Shutdown reverses
+leader election decides who writes status and Events, who provisions each Gateway's objects
+(the provisioner, fed each pass's desired objects) and who serves streams. Shutdown reverses
 it: discovery first (proxies move to the next leader), then the elector (releasing the Lease),
 then the watches.
 """
@@ -27,6 +28,8 @@ from coxswain_controller.discovery import (
 )
 from coxswain_controller.kube import client as kubeclient
 from coxswain_controller.leader import election, leadership, pod
+from coxswain_controller.provisioner import resources as provisioner_resources
+from coxswain_controller.provisioner.provisioner import Actual, Provisioner
 from coxswain_controller.publish import Publisher
 from coxswain_controller.sources import supervisor
 from coxswain_controller.status.events import EventRecorder
@@ -83,8 +86,18 @@ class Runtime:
                 )
             ),
             events=EventRecorder(self._client, confirm_leader=confirm),
+            provisioner=(
+                provisioner := Provisioner(
+                    self._client,
+                    actual=self._provisioned,
+                    controller_name=args.controller_name,
+                    confirm_leader=confirm,
+                    events=EventRecorder(self._client, confirm_leader=confirm),
+                )
+            ),
         )
         self._spawn(writer.run(), "status-writer")
+        self._spawn(provisioner.run(), "provisioner")
         self._spawn(publisher.run(), "publisher")
         self._spawn(self._feed(publisher), "cache-feed")
         self._spawn(self._start_discovery(self._client), "discovery-start", may_end=True)
@@ -108,6 +121,12 @@ class Runtime:
         assert self._sources is not None
         snapshot = self._sources.cache.snapshot()
         return Inputs({kind: snapshot.of(kind) for kind in KINDS})
+
+    def _provisioned(self) -> Actual:
+        """What exists of the kinds the provisioner makes, as the watch cache holds it."""
+        assert self._sources is not None
+        snapshot = self._sources.cache.snapshot()
+        return {kind: snapshot.of(kind) for kind in provisioner_resources.KINDS}
 
     def _start_election(self) -> Any:
         args = self.args
@@ -191,7 +210,21 @@ def _options(args: argparse.Namespace) -> Options:
         ingress_http_port=args.ingress_http_port,
         ingress_https_port=args.ingress_https_port,
         published_service=args.published_service,
+        **provisioning_options(args),
     )
+
+
+def provisioning_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The Options fields the provisioning flags set (serve's and translate's)."""
+    return {
+        "vip_service_type": args.vip_service_type,
+        "shared_proxy_selector": tuple(args.shared_proxy_selector),
+        "proxy_image": args.proxy_image,
+        "proxy_discovery_endpoint": args.proxy_discovery_endpoint,
+        "proxy_bootstrap_endpoint": args.proxy_bootstrap_endpoint,
+        "proxy_args": tuple(args.proxy_arg),
+        "trust_bundle_configmap": args.trust_bundle_configmap,
+    }
 
 
 def default_pod_name() -> str:

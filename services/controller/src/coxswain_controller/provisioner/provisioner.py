@@ -89,8 +89,10 @@ class Provisioner:
         controller_name: str,
         confirm_leader: Callable[[], Awaitable[bool]],
         events: EventRecorder | None = None,
+        retry_seconds: tuple[float, ...] = RETRY_SECONDS,
     ) -> None:
         self._client = api_client
+        self._retry_seconds = retry_seconds
         self._actual = actual
         self._managed = resources.managed_labels(controller_name)
         self._confirm = confirm_leader
@@ -130,7 +132,7 @@ class Provisioner:
                 continue
             report = await self.reconcile(wanted)
             if report.failed:
-                delay = RETRY_SECONDS[min(self._failures, len(RETRY_SECONDS) - 1)]
+                delay = self._retry_seconds[min(self._failures, len(self._retry_seconds) - 1)]
                 self._failures += 1
                 self._retry = loop.call_later(delay, self._wake.set)
             else:

@@ -14,6 +14,7 @@ desired and live compare (plan_test).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -319,3 +320,22 @@ async def test_a_standby_writes_nothing(client: Any) -> None:
     assert report.stopped and report.writes == 0
     await cluster.relist()
     assert await cluster.get(VIP) is None
+
+
+async def test_the_loop_reconciles_the_latest_submission_and_retries_a_failure(
+    client: Any, api: ThreadedApiServer
+) -> None:
+    cluster = Cluster(client)
+    await cluster.relist()
+    provisioner = _provisioner(client, cluster, retry_seconds=(0.0,))
+    task = asyncio.create_task(provisioner.run())
+    try:
+        api.call(lambda s: s.faults.fail_next(1))  # the first pass fails once, the retry heals
+        provisioner.submit(translate(Inputs(cluster.tables), OPTIONS).provision)
+        await asyncio.wait_for(provisioner.idle.wait(), WAIT)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    await cluster.relist()
+    assert await cluster.get(VIP) is not None and await cluster.get(SHARED_SA) is not None

@@ -184,9 +184,14 @@ def _string_map(where: str, value: Any, *, label_values: bool) -> str:
             return f"{where}: {key!r} is not a valid key"
         if not isinstance(text, str):
             return f"{where}.{key} must be a string"
-        if label_values and not (len(text) <= 63 and _LABEL_VALUE.match(text)):
+        if label_values and not label_value(text):
             return f"{where}.{key}: {text!r} is not a valid label value"
     return ""
+
+
+def label_value(text: str) -> bool:
+    """A label value: at most 63 characters, alphanumeric at both ends."""
+    return len(text) <= 63 and bool(_LABEL_VALUE.match(text))
 
 
 def qualified_name(key: str) -> bool:
