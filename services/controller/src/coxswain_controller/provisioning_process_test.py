@@ -105,10 +105,15 @@ def _eventually(predicate: Callable[[], Any], what: str) -> Any:
     return found
 
 
+def _gone(client: Any, path: str) -> Callable[[], bool]:
+    return lambda: _get(client, path) is None
+
+
 def test_a_gateway_is_provisioned_switched_to_dedicated_and_collected(
     api: ThreadedApiServer, controller: ServiceProcess
 ) -> None:
     client = api_client(api_server=api.url, kubeconfig=None)
+    assert client is not None
     service_path = "/api/v1/namespaces/shop/services/gw-coxswain"
     shared_sa = "/api/v1/namespaces/shop/serviceaccounts/gw-coxswain-infra"
     service = _eventually(lambda: _get(client, service_path), "the VIP Service")
@@ -145,6 +150,6 @@ def test_a_gateway_is_provisioned_switched_to_dedicated_and_collected(
         "/api/v1/namespaces/shop/serviceaccounts/gw-coxswain",
         "/api/v1/namespaces/shop/configmaps/gw-coxswain-trust",
     ):
-        _eventually(lambda p=path: _get(client, p) is None, f"{path} collected")
+        _eventually(_gone(client, path), f"{path} collected")
     client.close()
     assert controller.stop() == 0
