@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from coxswain_devkit.apiserver import discovery, errors, paths, selection, tables, watch
+from coxswain_devkit.apiserver import discovery, errors, paths, podlogs, selection, tables, watch
 from coxswain_devkit.apiserver.auth import Tokens
 from coxswain_devkit.apiserver.faults import Faults
 from coxswain_devkit.apiserver.listing import ListOptions, list_objects
@@ -290,8 +290,9 @@ class Api:
     ) -> web.StreamResponse:
         ns, name = target.namespace or "", target.name
         if target.subresource == "log" and request.method == "GET":
-            self._machinery.current(kind, ns, name)
-            return web.Response(text=self._machinery.store.pod_logs.get((ns, name), ""))
+            return await podlogs.serve(
+                self._machinery, self._machinery.current(kind, ns, name), request
+            )
         if target.subresource == "token" and request.method == "POST":
             return _json(self._tokens.request(ns, name, await _body(request)), 201)
         raise errors.method_not_allowed()

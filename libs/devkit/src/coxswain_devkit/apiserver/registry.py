@@ -67,6 +67,8 @@ BUILTIN: tuple[Kind, ...] = (
         categories=("all",),
     ),
     _k("", "v1", "Event", "events", short_names=("ev",)),
+    # Registered by the devkit node agent; its kubeletEndpoint serves the node's pods' logs.
+    _k("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), status=True),
     _k("events.k8s.io", "v1", "Event", "events", short_names=("ev",)),
     _k("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
     _k(
