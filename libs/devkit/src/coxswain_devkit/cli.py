@@ -1,10 +1,13 @@
-"""`coxswain-devkit`: the emulator and the echo backend as processes, for e2e tests and the demo.
+"""`coxswain-devkit`: the emulator, the echo backend, the node and the load balancer as processes.
 
     coxswain-devkit apiserver --port 6443 --manifests DIR   # prints the kubeconfig's path
     coxswain-devkit echo --port 8080 --namespace ns --pod echo-0
+    coxswain-devkit node --api-server URL [--run proxy='python coxswain-proxy.pex'] ...
+    coxswain-devkit lb --api-server URL [--low-port-offset 10000]
 
 Each runs until SIGTERM or SIGINT and logs JSON lines on stderr, among them one
-"apiserver listening" / "echo listening" line with the bound port.
+"apiserver listening" / "echo listening" line with the bound port, and "node agent started" /
+"load balancer started" once those are watching.
 """
 
 from __future__ import annotations
@@ -12,14 +15,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import shlex
 import signal
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from coxswain_devkit import crds
 from coxswain_devkit._version import __version__
 from coxswain_devkit.apiserver import ApiServer
+from coxswain_devkit.loadbalancer import LOW_PORT_OFFSET, LoadBalancer
+from coxswain_devkit.node import NodeAgent, Settings, default_launcher
 from coxswain_service import logs
 
 log = logging.getLogger("coxswain_devkit")
@@ -58,7 +65,42 @@ def _parser() -> argparse.ArgumentParser:
     echo.add_argument("--h2c-port", type=int, help="also serve cleartext HTTP/2 on this port")
     echo.add_argument("--namespace", default="default", help="the namespace it reports")
     echo.add_argument("--pod", default="echo", help="the pod name it reports")
+    _node_parser(commands)
+    lb = commands.add_parser("lb", help="run the load balancer for LoadBalancer Services")
+    lb.add_argument("--api-server", required=True, help="the API server URL (no credentials)")
+    lb.add_argument(
+        "--low-port-offset",
+        type=int,
+        default=LOW_PORT_OFFSET,
+        help="added to a port below 1024 when it cannot be bound (recorded on the Service)",
+    )
     return parser
+
+
+def _node_parser(commands: Any) -> None:
+    node = commands.add_parser("node", help="run the node agent: Deployments' pods as processes")
+    node.add_argument("--api-server", required=True, help="the API server URL (no credentials)")
+    node.add_argument("--name", default="devkit-node", help="the Node's name")
+    node.add_argument("--workdir", type=Path, help="where pods' files go (default: a temp dir)")
+    node.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="ROLE=COMMAND",
+        help="how to start a role (proxy, controller, identity, ui, devkit), e.g. "
+        "proxy='python dist/coxswain-proxy.pex' (default: python -m coxswain_<role>)",
+    )
+    node.add_argument("--probe-interval", type=float, default=0.5, help="seconds")
+
+
+def _launcher(runs: Sequence[str]) -> dict[str, Sequence[str]]:
+    launcher = default_launcher()
+    for run in runs:
+        role, sep, command = run.partition("=")
+        if not sep or not command.strip():
+            raise SystemExit(f"coxswain-devkit node: --run wants ROLE=COMMAND, not {run!r}")
+        launcher[role] = tuple(shlex.split(command))
+    return launcher
 
 
 async def _until_signalled() -> None:
@@ -116,7 +158,36 @@ async def run_echo(args: argparse.Namespace) -> None:
     log.info("stopped")
 
 
+async def run_node(args: argparse.Namespace) -> None:
+    agent = NodeAgent(
+        args.api_server,
+        name=args.name,
+        workdir=args.workdir,
+        launcher=_launcher(args.run),
+        settings=Settings(probe_interval=args.probe_interval),
+    )
+    await agent.start()
+    try:
+        await _until_signalled()
+    finally:
+        await agent.stop()
+    log.info("stopped")
+
+
+async def run_lb(args: argparse.Namespace) -> None:
+    balancer = LoadBalancer(args.api_server, low_port_offset=args.low_port_offset)
+    await balancer.start()
+    try:
+        await _until_signalled()
+    finally:
+        await balancer.stop()
+    log.info("stopped")
+
+
+_COMMANDS = {"apiserver": run_apiserver, "echo": run_echo, "node": run_node, "lb": run_lb}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logs.configure("devkit", args.log_level)
-    asyncio.run(run_apiserver(args) if args.command == "apiserver" else run_echo(args))
+    asyncio.run(_COMMANDS[args.command](args))
