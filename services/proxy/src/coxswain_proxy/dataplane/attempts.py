@@ -50,7 +50,7 @@ class Attempts:
         "bplan", "picker", "origin", "upstream", "head", "chunked", "body", "pending", "replay",
         "request_done", "response_started", "response_done", "finished", "attempts", "out",
         "rechunk", "status", "cors", "started_at", "attempt_timer", "request_timer",
-        "discarding", "mirrors", "route", "until_close",
+        "discarding", "mirrors", "route", "until_close", "held",
     )  # fmt: skip
 
     def __init__(
@@ -98,6 +98,7 @@ class Attempts:
         self.mirrors: list[tuple[Origin, bytes]] = []
         self.route = NO_ROUTE
         self.until_close = False  # the response body is delimited by the upstream's close
+        self.held = b""  # after an Upgrade request: the client's bytes, until the upstream's 101
 
     # What the client half provides.
 
@@ -314,6 +315,8 @@ class Attempts:
             return
         self.out.append(rest)
         self.flush()
+        if self.held:
+            upstream.write(self.held)
         self.conn.outbox.flush()  # from here the tunnel writes directly: what is held goes first
         self._cancel()
         self.finished = True

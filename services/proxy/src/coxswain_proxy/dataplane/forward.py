@@ -53,12 +53,6 @@ __all__ = ["NO_ROUTE", "Exchange", "LazyHeaders"]
 MEMO_ENTRIES = 4096
 MEMO_KEY_BYTES = 512
 
-# Methods never forwarded. RFC 9110 §9.3.6: CONNECT asks for a tunnel, which this gateway does
-# not offer; §9.3.8: TRACE echoes the request, credentials and all, back to whoever can make
-# the client send one ("A client MUST NOT send content in a TRACE request"; answering 405 here
-# is the safe reading of "the final recipient ... SHOULD reflect the message").
-CONNECT = targets.CONNECT
-REFUSED_METHODS = frozenset({CONNECT, b"TRACE"})
 OPTIONS = targets.OPTIONS
 
 # The methods requests use, decoded once: the router wants str.
@@ -140,7 +134,7 @@ class Exchange(Attempts):
         """Check the request, ask the router; remember the answer when nothing but `key`
         decided it (so a memo key holds a Host and target that passed the checks)."""
         port, raw_host, raw_method, url = key
-        if raw_method in REFUSED_METHODS:
+        if raw_method in targets.REFUSED_METHODS:
             raise errors.MethodNotAllowed(f"{raw_method.decode()} is not served")
         if not targets.valid_host(raw_host):
             raise errors.BadRequest("the Host is not uri-host[:port]")
@@ -366,8 +360,10 @@ class Exchange(Attempts):
             self._finish()
 
     def upgrade_data(self, rest: bytes) -> None:
-        if rest:
-            self.request_body(rest)
+        # What follows an Upgrade request belongs to the new protocol, if the upstream agrees:
+        # held until its 101. Sent on before, an upstream that declines would read it as a
+        # request of its own, one the proxy never routed (reading pauses meanwhile).
+        self.held = rest
 
     def _send_mirrors(self) -> None:
         if not self.mirrors or self.replay is None:

@@ -67,15 +67,14 @@ def switches(method: bytes, version: str, headers: list[tuple[bytes, bytes]]) ->
     """Whether a request llhttp stopped after as an upgrade really switches protocols.
 
     CONNECT does not (forward refuses it); nor does HTTP/1.0 (RFC 9110 §7.8: "A server MUST
-    ignore an Upgrade header field that is received in an HTTP/1.0 request"). llhttp has not
-    read such a request's body, and would hand it on as the next request: one with content is
+    ignore an Upgrade header field that is received in an HTTP/1.0 request"). llhttp reads no
+    body of any of them: what follows the head is handed on as the new protocol's bytes, or as
+    the next request. Content there cannot be told from either, so a request with content is
     refused (RFC 9110 §9.3.6: "A CONNECT request message does not have content").
     """
-    if method != CONNECT and version != HTTP10:
-        return True
     if _has_body(headers):
-        raise errors.BadRequest("content with a CONNECT or an HTTP/1.0 Upgrade")
-    return False
+        raise errors.BadRequest("content with an Upgrade or a CONNECT")
+    return method != CONNECT and version != HTTP10
 
 
 def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:

@@ -30,6 +30,11 @@ _HTTPS = b"https://"
 OPTIONS = b"OPTIONS"
 CONNECT = b"CONNECT"
 ASTERISK = b"*"
+# Methods never forwarded. RFC 9110 §9.3.6: CONNECT asks for a tunnel, which this gateway does
+# not offer; §9.3.8: TRACE echoes the request, credentials and all, back to whoever can make
+# the client send one (answering 405 is the safe reading of "The final recipient of the
+# request SHOULD reflect the message received").
+REFUSED_METHODS = frozenset({CONNECT, b"TRACE"})
 MAX_FORWARDS = 999_999_999  # the largest Max-Forwards passed on (RFC 9110 §7.6.2)
 
 
