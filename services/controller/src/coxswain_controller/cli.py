@@ -79,7 +79,8 @@ def _translation_flags(serve: argparse.ArgumentParser) -> None:
         default=defaults.published_service,
         metavar="NAMESPACE/NAME",
         help="the Service in front of the shared proxies: its load balancer addresses (or "
-        "external IPs) become shared Gateways' status.addresses",
+        "external IPs) become Ingresses' status.loadBalancer (Gateways report their own "
+        "Services')",
     )
 
 
@@ -174,6 +175,14 @@ def _provisioning_flags(parser: argparse.ArgumentParser) -> None:
         metavar="LoadBalancer|ClusterIP",
         help="the type of each shared Gateway's VIP Service (default: %(default)s; NodePort is "
         "refused: it cannot keep a listener's port)",
+    )
+    group.add_argument(
+        "--shared-proxy-service",
+        default="coxswain-system/coxswain-proxy",
+        metavar="NAMESPACE/NAME",
+        help="the Service selecting the shared proxy pods: a VIP Service in another namespace "
+        "cannot select them, so their endpoints (this Service's EndpointSlices) are mirrored "
+        "next to it (default: %(default)s; '' mirrors none)",
     )
     group.add_argument(
         "--shared-proxy-selector",

@@ -218,6 +218,7 @@ def provisioning_options(args: argparse.Namespace) -> dict[str, Any]:
     """The Options fields the provisioning flags set (serve's and translate's)."""
     return {
         "vip_service_type": args.vip_service_type,
+        "shared_proxy_service": args.shared_proxy_service,
         "shared_proxy_selector": tuple(args.shared_proxy_selector),
         "proxy_image": args.proxy_image,
         "proxy_discovery_endpoint": args.proxy_discovery_endpoint,

@@ -47,11 +47,13 @@ _OWNED: Mapping[str, tuple[tuple[str, ...], ...]] = {
     "ServiceAccount": (("automountServiceAccountToken",),),
     "ConfigMap": (("data",),),
     "Deployment": (("spec", "replicas"), ("spec", "selector"), ("spec", "template")),
+    "EndpointSlice": (("addressType",), ("endpoints",), ("ports",)),
 }
 # Fields the API server will not change on an existing object: a new value needs a new object.
 _IMMUTABLE: Mapping[str, tuple[tuple[str, ...], ...]] = {
     "Service": (("spec", "clusterIP"),),
     "Deployment": (("spec", "selector"),),
+    "EndpointSlice": (("addressType",),),
 }
 _NODE_PORT_TYPES = ("LoadBalancer", "NodePort")
 

@@ -7,7 +7,8 @@ inert ServiceAccount, owner-referenced to it; a second pass with nothing changed
 a write racing another change (409) reads again and keeps the other change; switching to
 dedicated mode and back creates the new objects before deleting the old; deleting the Gateway
 garbage-collects everything; a failed write and someone else's object of the same name are
-Warning Events on the Gateway. Leaves out what is rendered (the translate goldens) and how
+Warning Events on the Gateway; the shared proxies' endpoints are mirrored next to the VIP
+Service and follow when they change. Leaves out what is rendered (the translate goldens) and how
 desired and live compare (plan_test).
 """
 
@@ -73,7 +74,7 @@ DEDICATED = {
     ObjectKey("ConfigMap", "shop", "gw-coxswain-trust"),
     ObjectKey("Deployment", "shop", "gw-coxswain"),
 }
-# kind -> (path of the collection, the listed kinds' cluster-wide path)
+# kind -> the cluster-wide collection it is listed from
 COLLECTIONS = {
     "GatewayClass": f"/apis/{GROUP}/{VERSION}/gatewayclasses",
     "Gateway": f"/apis/{GROUP}/{VERSION}/gateways",
@@ -82,6 +83,7 @@ COLLECTIONS = {
     "ConfigMap": "/api/v1/configmaps",
     "ServiceAccount": "/api/v1/serviceaccounts",
     "Deployment": "/apis/apps/v1/deployments",
+    "EndpointSlice": "/apis/discovery.k8s.io/v1/endpointslices",
 }
 
 
@@ -339,3 +341,38 @@ async def test_the_loop_reconciles_the_latest_submission_and_retries_a_failure(
             await task
     await cluster.relist()
     assert await cluster.get(VIP) is not None and await cluster.get(SHARED_SA) is not None
+
+
+async def test_the_shared_proxies_endpoints_follow_into_the_gateways_namespace(
+    client: Any, api: ThreadedApiServer
+) -> None:
+    options = Options(vip_service_type="LoadBalancer", shared_proxy_service="coxswain-system/p")
+    source = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "p-1",
+            "namespace": "coxswain-system",
+            "labels": {"kubernetes.io/service-name": "p"},
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": True}}],
+    }
+    api.call(lambda s: s.apply([source]))
+    cluster = Cluster(client)
+    provisioner = _provisioner(client, cluster)
+    mirrored = ObjectKey("EndpointSlice", "shop", "gw-coxswain-ipv4")
+    assert mirrored in (await cluster.provision(provisioner, options)).created
+    source["endpoints"].append({"addresses": ["10.1.0.6"], "conditions": {"ready": True}})
+    api.call(lambda s: s.apply([source]))
+    assert (await cluster.provision(provisioner, options)).updated == [mirrored]
+    await cluster.relist()
+    found = await cluster.get(mirrored)
+    assert found is not None
+    assert [e["addresses"] for e in found["endpoints"]] == [["10.1.0.5"], ["10.1.0.6"]]
+    assert found["metadata"]["labels"]["kubernetes.io/service-name"] == "gw-coxswain"
+    (port,) = found["ports"]
+    service = await cluster.get(VIP)
+    assert service is not None
+    assert (port["name"], port["port"]) == ("tcp-80", service["spec"]["ports"][0]["targetPort"])
+    assert (await cluster.provision(provisioner, options)).writes == 0

@@ -1,8 +1,9 @@
 """Where each provisioned kind lives in the API, and which of the cache's objects are ours.
 
 The controller watches Deployments and ServiceAccounts by the managed-by label (sources/kinds)
-and every Service and ConfigMap anyway (translation reads them); of those, an object is this
-controller's when it carries both of its labels and a controller owner reference to a Gateway.
+and every Service, ConfigMap and EndpointSlice anyway (translation reads them); of those, an
+object is this controller's when it carries both of its labels and a controller owner reference
+to a Gateway.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ KINDS: Mapping[str, Resource] = {
     "ConfigMap": Resource("", "v1", "configmaps"),
     "Deployment": Resource("apps", "v1", "deployments"),
     "Service": Resource("", "v1", "services"),
+    "EndpointSlice": Resource("discovery.k8s.io", "v1", "endpointslices"),
 }
 
 

@@ -65,6 +65,10 @@ class Options:
     # ClusterIP; "" provisions nothing for shared Gateways, which then report the published
     # Service's addresses (offline translation and tests that leave provisioning out).
     vip_service_type: str = ""
+    # "namespace/name" of the Service selecting the shared proxy pods: its EndpointSlices are
+    # mirrored next to the VIP Services of Gateways in other namespaces (provision/mirror.py);
+    # "" mirrors none.
+    shared_proxy_service: str = ""
     # The labels of the shared proxy pods, which each VIP Service selects (--shared-proxy-selector).
     shared_proxy_selector: tuple[tuple[str, str], ...] = (
         ("app.kubernetes.io/name", "coxswain-proxy"),

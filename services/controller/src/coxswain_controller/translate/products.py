@@ -18,6 +18,7 @@ from coxswain_controller.translate.gateways.gateway_states import GatewayState
 from coxswain_controller.translate.gateways.gateway_status import gateway_events, gateway_verdict
 from coxswain_controller.translate.inputs import Inputs, Options
 from coxswain_controller.translate.provision import names
+from coxswain_controller.translate.provision.mirror import with_endpoints
 from coxswain_controller.translate.provision.model import GatewayProvision
 from coxswain_controller.translate.result import (
     ClassVerdict,
@@ -85,5 +86,6 @@ class Pass:
                 for g in gateways
                 if isinstance(g.scope, GatewayScope)
             },
-            provision=self.provision,
+            # The mirrored shared-proxy endpoints follow EndpointSlices, which a patch moves.
+            provision=with_endpoints(self.provision, self.gateways, self.inputs, self.options),
         )
