@@ -77,6 +77,17 @@ def _subresources(kind: Kind) -> list[dict[str, Any]]:
         entries.append({**base, "name": f"{kind.plural}/status", "verbs": _STATUS_VERBS})
     if "log" in kind.subresources:
         entries.append({**base, "name": f"{kind.plural}/log", "verbs": ["get"]})
+    if "scale" in kind.subresources:
+        entries.append(
+            {
+                **base,
+                "name": f"{kind.plural}/scale",
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }
+        )
     if "token" in kind.subresources:
         entries.append(
             {

@@ -18,7 +18,16 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from coxswain_devkit.apiserver import discovery, errors, paths, podlogs, selection, tables, watch
+from coxswain_devkit.apiserver import (
+    discovery,
+    errors,
+    paths,
+    podlogs,
+    scale,
+    selection,
+    tables,
+    watch,
+)
 from coxswain_devkit.apiserver.auth import Tokens
 from coxswain_devkit.apiserver.faults import Faults
 from coxswain_devkit.apiserver.listing import ListOptions, list_objects
@@ -293,6 +302,12 @@ class Api:
             return await podlogs.serve(
                 self._machinery, self._machinery.current(kind, ns, name), request
             )
+        if target.subresource == "scale" and request.method == "GET":
+            return _json(scale.read(self._machinery.get(kind, ns, name)))
+        if target.subresource == "scale" and request.method in ("PUT", "PATCH"):
+            media = request.content_type if request.method == "PATCH" else ""
+            body = await _body(request)
+            return _json(scale.write(self._machinery, kind, ns, name, body, media))
         if target.subresource == "token" and request.method == "POST":
             return _json(self._tokens.request(ns, name, await _body(request)), 201)
         raise errors.method_not_allowed()

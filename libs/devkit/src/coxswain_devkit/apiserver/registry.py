@@ -78,6 +78,7 @@ BUILTIN: tuple[Kind, ...] = (
         "deployments",
         short_names=("deploy",),
         status=True,
+        subresources=("scale",),
         categories=("all",),
     ),
     _k("networking.k8s.io", "v1", "Ingress", "ingresses", short_names=("ing",), status=True),

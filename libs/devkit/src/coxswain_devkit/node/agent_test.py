@@ -1,7 +1,7 @@
 """The node agent against the emulator, running real processes (the echo backend's image).
 
 Covers: a Deployment's replicas Running and Ready with distinct pod IPs, each answering on its
-own address; scaling down stopping a pod's process; a crashing container restarted with a
+own address; `kubectl scale` down stopping a pod's process; a crashing container restarted with a
 growing restartCount and its last exit in `lastState`; a template change rolling the pods
 without the ready count dropping below `replicas`; an image the node cannot run staying Pending
 with `ErrImagePull` naming it; a Deployment's status. `kubectl logs` and EndpointSlices are in
@@ -22,6 +22,7 @@ from coxswain_devkit import kube as k
 from coxswain_devkit.node import NodeAgent
 from coxswain_devkit.node.conftest import (
     DEPLOYMENTS,
+    Kubectl,
     alive,
     app_pods,
     container_pid,
@@ -66,11 +67,13 @@ async def test_replicas_run_ready_on_their_own_addresses(kube: k.Kube, agent: No
     assert status["updatedReplicas"] == status["replicas"] == 2
 
 
-async def test_scaling_down_stops_a_pod_process(kube: k.Kube, agent: NodeAgent) -> None:
+async def test_scaling_down_stops_a_pod_process(
+    kube: k.Kube, agent: NodeAgent, kubectl: Kubectl
+) -> None:
     await kube.create(DEPLOYMENTS, echo_deployment("web", replicas=2))
     pods = await ready_pods(kube, "web", 2)
     pids = {p["metadata"]["name"]: container_pid(p) for p in pods}
-    await kube.merge_patch(f"{DEPLOYMENTS}/web", {"spec": {"replicas": 1}})
+    assert "scaled" in await kubectl("scale", "deploy/web", "--replicas=1")
     (kept,) = await ready_pods(kube, "web", 1)
     gone = next(name for name in pids if name != kept["metadata"]["name"])
     await eventually(functools.partial(_gone, pids[gone]), what="the removed pod's process to exit")
