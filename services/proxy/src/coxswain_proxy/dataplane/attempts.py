@@ -260,6 +260,8 @@ class Attempts:
         )
         if status == 204 and framing & heads.HAS_LENGTH:
             heads.drop_length(out, mark)
+        if not framing & heads.HAS_DATE:
+            out.append(responses.date_line())  # RFC 9110 §6.6.1 (quoted in `responses`)
         out.append(self._framing_tail(status, framing))
 
     def _framing_tail(self, status: int, framing: int) -> bytes:

@@ -43,7 +43,8 @@ XFF = b"x-forwarded-for"
 
 # What a field name means here. 0 (falsy) is the common case: an ordinary field, passed on.
 # HOP: dropped both ways; OWN: dropped from requests only (the proxy writes its own).
-PASS, HOP, OWN, CONN, TE, XFF_, LENGTH, UPGRADE = range(8)
+# DATE passes both ways, and tells a response carries one (`HAS_DATE`).
+PASS, HOP, OWN, CONN, TE, XFF_, LENGTH, UPGRADE, DATE = range(9)
 _MEANING = {
     **{name: HOP for name in HOP_BY_HOP},
     **{name: OWN for name in REQUEST_OWN - HOP_BY_HOP},
@@ -52,6 +53,7 @@ _MEANING = {
     XFF: XFF_,
     CONTENT_LENGTH: LENGTH,
     b"upgrade": UPGRADE,
+    b"date": DATE,
 }
 # Spellings seen so far -> meaning. Bounded: a client inventing names cannot grow it for ever.
 _KINDS: dict[bytes, int] = {}
@@ -61,6 +63,7 @@ _MAX_KINDS = 4096
 HAS_LENGTH = 1  # the upstream sent a Content-Length: bytes pass as they come
 CHUNKED_IN = 2  # the upstream sent chunked
 NAMES_FIELDS = 4  # (`ResponseFields` only) a Connection field names other fields to drop
+HAS_DATE = 8  # the upstream sent a Date (else the proxy adds one: `responses.date_line`)
 
 
 # Connection values that name no other field (the common ones): no second pass needed.
@@ -135,7 +138,7 @@ def upstream_request(
         kind = _KINDS.get(name)
         if kind is None:
             kind = _kind(name)
-        if not kind or kind == LENGTH:
+        if not kind or kind in (LENGTH, DATE):
             if kept is None:
                 parts += (name, b": ", value, b"\r\n")
             else:
@@ -149,7 +152,7 @@ def upstream_request(
     if connection or kept is not None:
         # The rare shapes: start again from the pairs, drop what Connection names, apply plans.
         del parts[6:]
-        pairs = [(n, v) for n, v in headers if not _kind(n) or _kind(n) == LENGTH]
+        pairs = [(n, v) for n, v in headers if _kind(n) in (PASS, LENGTH, DATE)]
         if connection:
             pairs = _without_options(pairs, headers)
         if plan:
@@ -193,6 +196,9 @@ def client_response(
             out += (name, b": ", value, b"\r\n")
         elif kind == LENGTH:
             flags |= HAS_LENGTH
+            out += (name, b": ", value, b"\r\n")
+        elif kind == DATE:
+            flags |= HAS_DATE
             out += (name, b": ", value, b"\r\n")
         elif kind == TE:
             if b"chunked" in value.lower():
@@ -243,6 +249,9 @@ class ResponseFields:
             self.lines += (name, b": ", value, b"\r\n")
         elif kind == LENGTH:
             self.flags |= HAS_LENGTH
+            self.lines += (name, b": ", value, b"\r\n")
+        elif kind == DATE:
+            self.flags |= HAS_DATE
             self.lines += (name, b": ", value, b"\r\n")
         else:
             self.hop.append((name, value))

@@ -92,7 +92,7 @@ async def test_heads_written_both_ways_are_well_formed(
     interim: bytes,
 ) -> None:
     # Fields named like the ones the proxy owns (Host, framing) would make a different request.
-    own = {b"host", b"content-length", b"transfer-encoding", b"expect"}
+    own = {b"host", b"content-length", b"transfer-encoding", b"expect", b"date"}
     request_fields = [(n, v) for n, v in request_fields if n.lower() not in own]
     response_fields = [(n, v) for n, v in response_fields if n.lower() not in own]
     body = b"content-length: 5\r\n\r\nhello" if method == b"POST" else b"\r\n"
@@ -131,6 +131,7 @@ def _check_answer(data: bytes, *, version: bytes, method: bytes, status: int) ->
     names = [n for n, _ in fields]
     assert not _HOP & set(names), names
     assert [v for n, v in fields if n == b"via"][-1] == b"1.1 coxswain"
+    assert names.count(b"date") == 1  # RFC 9110 §6.6.1: one added when the upstream sent none
     assert set(dict(fields).get(b"connection", b"close").split(b", ")) <= {b"close", b"keep-alive"}
     _check_framing(dict(fields), rest, version=version, method=method, status=status)
 

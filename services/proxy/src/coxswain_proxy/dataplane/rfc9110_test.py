@@ -9,6 +9,8 @@ framing rules are in rfc9112_test.py.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from coxswain_proxy.dataplane import recording
@@ -53,6 +55,39 @@ async def test_via_is_added_to_the_response_after_the_upstreams() -> None:
         "1.1 inner",
         "1.1 coxswain",
     ]
+
+
+# ------------------------------------------------------------------------------ Date
+
+IMF_FIXDATE = re.compile(
+    r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT"
+)
+
+
+@pytest.mark.parametrize(
+    ("upstream", "date"),
+    [
+        pytest.param(OK, None, id="added-when-missing"),
+        pytest.param(b"HTTP/1.1 200 OK\r\ndate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+                     b"content-length: 2\r\n\r\nok", "Sun, 06 Nov 1994 08:49:37 GMT",
+                     id="the-upstreams-kept"),
+    ],
+)  # fmt: skip
+async def test_a_forwarded_response_carries_one_date(upstream: bytes, date: str | None) -> None:
+    # RFC 9110 §6.6.1: "A recipient with a clock that receives a response message without a
+    # Date header field MUST record the time it was received and append a corresponding Date
+    # header field to the message's header section if it is cached or forwarded downstream."
+    answered, _ = await kept(b"GET / HTTP/1.1\r\n" + H + b"\r\n", 1, answer(upstream))
+    dates = [v for n, v in answered[0].headers if n.lower() == "date"]
+    assert len(dates) == 1 and IMF_FIXDATE.fullmatch(dates[0])
+    assert date is None or dates[0] == date
+
+
+async def test_the_proxys_own_answers_carry_a_date() -> None:
+    # RFC 9110 §6.6.1: "An origin server with a clock MUST generate a Date header field in all
+    # 2xx (Successful), 3xx (Redirection), and 4xx (Client Error) responses".
+    answered, _ = await until_closed(b"GET / HTTP/1.1\r\n\r\n")  # no Host: 400
+    assert IMF_FIXDATE.fullmatch(answered[0].header("date") or "")
 
 
 # ------------------------------------------------------------------------------ Max-Forwards
