@@ -54,6 +54,7 @@ __all__ = [
     "TlsCertificate",
     "TlsMode",
     "TlsStore",
+    "Transport",
     "URLRewrite",
     "UpstreamTLS",
     "ValueMatch",
@@ -380,8 +381,21 @@ class UpstreamTLS:
     subject_alt_names: tuple[str, ...] = ()
 
 
-def endpoint_set_key(namespace: str, service: str, port: int) -> str:
-    return f"endpoints/{namespace}/{service}/{port}"
+class Transport(StrEnum):
+    """The transport of the Service port an endpoint set serves (its `protocol`)."""
+
+    TCP = "TCP"
+    UDP = "UDP"
+
+
+def endpoint_set_key(
+    namespace: str, service: str, port: int, transport: Transport = Transport.TCP
+) -> str:
+    """The key of a Service port's endpoint set. A Service may expose one port number over TCP
+    and over UDP with different targets, so a UDP port's set has a key of its own (a TCP one
+    keeps the key it always had)."""
+    key = f"endpoints/{namespace}/{service}/{port}"
+    return key if transport is Transport.TCP else f"{key}/{transport.value.lower()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -534,13 +548,22 @@ class ClientCaStore:
 
 @dataclass(frozen=True, slots=True)
 class StreamMatch:
-    id: RouteId
-    backends: tuple[Backend, ...]
+    """One route's share of a stream port: the connections (or UDP sessions) it takes.
+
+    Each connection is committed to one of `backends` by weighted round robin; an unresolved
+    one (no `endpoints`) keeps its weight and refuses the connections it is given.
+    """
+
+    id: RouteId  # the TCPRoute, TLSRoute or UDPRoute (rule 0: a stream route has one rule)
+    backends: tuple[Backend, ...]  # in declared order; none at all refuses every connection
     server_name: str = ""  # TLS passthrough: exact or "*.suffix"; "" for every name
 
 
 @dataclass(frozen=True, slots=True)
 class StreamRoute:
+    """What one bound port relays, for one transport: a TCP or UDP port carries one match
+    (server name ""); a TLS passthrough port one per server name, each name once."""
+
     bind_port: int
     protocol: ListenerProtocol  # TCP, TLS or UDP
     matches: tuple[StreamMatch, ...]  # ordered by server name
@@ -570,10 +593,11 @@ class EndpointSet:
     service: str
     port: int  # the Service port
     endpoints: tuple[Endpoint, ...]  # ordered by (address, port)
+    transport: Transport = Transport.TCP  # the Service port's protocol (UDP: a UDPRoute's)
 
     @property
     def key(self) -> str:
-        return endpoint_set_key(self.namespace, self.service, self.port)
+        return endpoint_set_key(self.namespace, self.service, self.port, self.transport)
 
 
 Resource = HostRoutes | TlsStore | ClientCaStore | GatewayListeners | StreamRoute | EndpointSet

@@ -34,6 +34,9 @@ from coxswain_routing._wire_rules import (
 
 __all__ = ["UnsafeValue", "WireError", "from_wire", "resource_hash", "snapshot_version", "to_wire"]
 
+_TRANSPORT = {m.Transport.TCP: pb.Transport.TCP, m.Transport.UDP: pb.Transport.UDP}
+_TRANSPORT_BACK = {v: k for k, v in _TRANSPORT.items()}
+
 
 def _listener(x: m.Listener) -> pb.Listener:
     return pb.Listener(
@@ -174,6 +177,7 @@ def to_wire(resource: m.Resource) -> pb.Resource:
                     service=resource.service,
                     port=resource.port,
                     endpoints=[_endpoint(e) for e in resource.endpoints],
+                    transport=_TRANSPORT[resource.transport],
                 ),
             )
 
@@ -201,7 +205,8 @@ def _body_back(r: pb.Resource) -> m.Resource:
         return m.StreamRoute(s.bind_port, protocol, tuple(_stream_match_back(x) for x in s.matches))
     if (e := r.endpoint_set) is not None:
         endpoints = tuple(_endpoint_back(x) for x in e.endpoints)
-        return m.EndpointSet(e.namespace, e.service, e.port, endpoints)
+        transport = back(_TRANSPORT_BACK, e.transport, "endpoint set transport")
+        return m.EndpointSet(e.namespace, e.service, e.port, endpoints, transport)
     raise WireError(f"resource {r.key!r} has no body this version understands")
 
 

@@ -47,6 +47,7 @@ from coxswain_routing import (
     TlsCertificate,
     TlsMode,
     TlsStore,
+    Transport,
     UnsafeValue,
     UpstreamTLS,
     URLRewrite,
@@ -237,6 +238,7 @@ resources: st.SearchStrategy[Resource] = st.one_of(
                 target=text,
             )
         ),
+        transport=st.sampled_from(Transport),
     ),
 )
 
@@ -266,8 +268,33 @@ def test_hash_changes_when_one_field_does() -> None:
 
 def test_resources_carry_their_canonical_keys() -> None:
     assert to_wire(EndpointSet("ns", "svc", 80, ())).key == "endpoints/ns/svc/80"
+    udp = EndpointSet("ns", "svc", 53, (), Transport.UDP)
+    assert to_wire(udp).key == "endpoints/ns/svc/53/udp"
     assert to_wire(HostRoutes("gateway/ns/gw", 8443, "", ())).key == "routes/gateway/ns/gw/8443/*"
     assert to_wire(StreamRoute(9000, ListenerProtocol.UDP, ())).key == "stream/udp/9000"
+
+
+def test_a_tcp_endpoint_set_is_written_as_before_the_transport_field() -> None:
+    # TRANSPORT_TCP is the enum's zero: a TCP set's bytes (and hash) are what they were before
+    # UDP sets existed, so a proxy built before them decodes every TCP set unchanged.
+    tcp = EndpointSet("ns", "svc", 80, (Endpoint("10.0.0.1", 8080),))
+    message = to_wire(tcp)
+    before = pb.EndpointSet(
+        namespace="ns",
+        service="svc",
+        port=80,
+        endpoints=[pb.Endpoint(address="10.0.0.1", port=8080, ready=True, serving=True)],
+    )
+    assert message.endpoint_set is not None
+    assert bytes(message.endpoint_set) == bytes(before)
+    assert from_wire(message) == tcp
+
+
+def test_one_port_number_over_tcp_and_udp_is_two_endpoint_sets() -> None:
+    tcp = EndpointSet("ns", "dns", 53, (Endpoint("10.0.0.1", 5353),))
+    udp = EndpointSet("ns", "dns", 53, (Endpoint("10.0.0.1", 5354),), Transport.UDP)
+    assert tcp.key != udp.key
+    assert from_wire(to_wire(udp)) == udp
 
 
 def test_a_key_that_does_not_match_the_body_is_refused() -> None:

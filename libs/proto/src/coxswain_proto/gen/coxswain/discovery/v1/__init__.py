@@ -45,6 +45,7 @@ __all__ = (
     "TlsCertificate",
     "TlsMode",
     "TlsStore",
+    "Transport",
     "UpstreamTls",
     "UrlRewrite",
     "ValueMatch",
@@ -203,6 +204,31 @@ class TlsMode(betterproto2.Enum):
             "TLS_MODE_NONE": 0,
             "TLS_MODE_TERMINATE": 1,
             "TLS_MODE_PASSTHROUGH": 2,
+        }
+
+
+class Transport(betterproto2.Enum):
+    """
+    The protocol of a Service port: one port number may be exposed over both, with different
+    targets, so each has its own endpoint set.
+    """
+
+    TCP = 0
+
+    UDP = 1
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "TRANSPORT_TCP",
+            1: "TRANSPORT_UDP",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "TRANSPORT_TCP": 0,
+            "TRANSPORT_UDP": 1,
         }
 
 
@@ -403,6 +429,13 @@ class EndpointSet(betterproto2.Message):
     endpoints: "list[Endpoint]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
     """
     ordered by (address, port)
+    """
+
+    transport: "Transport" = betterproto2.field(
+        5, betterproto2.TYPE_ENUM, default_factory=lambda: Transport(0)
+    )
+    """
+    the Service port's protocol (UDP: a UDPRoute's backends)
     """
 
 
