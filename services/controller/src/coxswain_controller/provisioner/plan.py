@@ -14,12 +14,13 @@ everything else (status, node ports, an HPA's replicas when the parameters set n
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from coxswain_controller.translate.provision.model import fingerprint
 
 __all__ = [
     "RECORD",
@@ -63,15 +64,11 @@ def owned_fields(body: Mapping[str, Any]) -> list[tuple[str, ...]]:
     return [p for p in _OWNED.get(str(body.get("kind")), ()) if _get(body, p) is not None]
 
 
-def fingerprint(body: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
-
-
-def _record(body: Mapping[str, Any]) -> str:
+def _record(body: Mapping[str, Any], digest: str | None) -> str:
     metadata = body.get("metadata") or {}
     return json.dumps(
         {
-            "hash": fingerprint(body),
+            "hash": digest or fingerprint(body),
             "labels": sorted(metadata.get("labels") or {}),
             "annotations": sorted(metadata.get("annotations") or {}),
             "fields": [".".join(p) for p in owned_fields(body)],
@@ -90,10 +87,11 @@ def _recorded(live: Mapping[str, Any]) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def in_sync(desired: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
-    """Whether `live` already is what `desired` asks, in every field the controller owns."""
+def in_sync(desired: Mapping[str, Any], live: Mapping[str, Any], digest: str | None = None) -> bool:
+    """Whether `live` already is what `desired` asks, in every field the controller owns
+    (`digest`: `desired`'s fingerprint, when known)."""
     want, have = desired.get("metadata") or {}, live.get("metadata") or {}
-    if _recorded(live).get("hash") != fingerprint(desired):
+    if _recorded(live).get("hash") != (digest or fingerprint(desired)):
         return False
     if not contains(have.get("labels") or {}, want.get("labels") or {}):
         return False
@@ -119,15 +117,18 @@ def needs_recreate(desired: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
     return False
 
 
-def created(desired: Mapping[str, Any]) -> dict[str, Any]:
+def created(desired: Mapping[str, Any], digest: str | None = None) -> dict[str, Any]:
     """The body to create: `desired`, with the record of what it owns."""
     body = copy.deepcopy(dict(desired))
     metadata = body.setdefault("metadata", {})
-    metadata["annotations"] = {**(metadata.get("annotations") or {}), RECORD: _record(desired)}
+    record = _record(desired, digest)
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), RECORD: record}
     return body
 
 
-def updated(desired: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+def updated(
+    desired: Mapping[str, Any], live: Mapping[str, Any], digest: str | None = None
+) -> dict[str, Any]:
     """The body to replace `live` with: live as it is, its owned fields as desired, what the
     last write owned and `desired` no longer sets removed (the live resourceVersion kept, so a
     concurrent change makes the write a 409)."""
@@ -138,7 +139,7 @@ def updated(desired: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, An
     for part in ("labels", "annotations"):
         kept = {k: v for k, v in (metadata.get(part) or {}).items() if k not in last.get(part, [])}
         metadata[part] = {**kept, **(want.get(part) or {})}
-    metadata["annotations"][RECORD] = _record(desired)
+    metadata["annotations"][RECORD] = _record(desired, digest)
     others = [r for r in metadata.get("ownerReferences") or [] if not r.get("controller")]
     metadata["ownerReferences"] = [*others, *copy.deepcopy(want.get("ownerReferences") or [])]
     for dotted in last.get("fields", []):

@@ -103,6 +103,9 @@ class Provisioner:
         # none while it stays at that resourceVersion.
         self._settled: dict[ObjectKey, tuple[str, str]] = {}
         self._deleted: set[tuple[ObjectKey, str]] = set()  # (object, uid) deleted, cache lagging
+        # Object -> (desired body, live object) last found in sync: translation and the cache
+        # hand out the same objects while nothing changed, so a pass over them compares nothing.
+        self._verified: dict[ObjectKey, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
         self._wake = asyncio.Event()
         self._failures = 0
         self._retry: asyncio.TimerHandle | None = None
@@ -119,6 +122,7 @@ class Provisioner:
         """A new leadership term: check everything afresh and report failures again."""
         self._settled.clear()
         self._deleted.clear()
+        self._verified.clear()
         if self._events is not None:
             self._events.new_term()
 
@@ -155,6 +159,7 @@ class Provisioner:
             await self._prune(actual, desired, held, report)
         except _NotLeader:
             report.stopped = True
+        self._verified = {k: v for k, v in self._verified.items() if k in desired}
         self._log(report)
         return report
 
@@ -190,9 +195,13 @@ class Provisioner:
         return False
 
     def _in_sync(self, obj: Provisioned, live: Mapping[str, Any]) -> bool:
-        if plan.in_sync(obj.body, live):
+        verified = self._verified.get(obj.key)
+        if verified is not None and verified[0] is obj.body and verified[1] is live:
+            return True  # the very objects last found in sync: nothing can differ
+        if plan.in_sync(obj.body, live, obj.digest):
+            self._verified[obj.key] = (obj.body, live)
             return True
-        settled = (plan.fingerprint(obj.body), _version(live))
+        settled = (obj.digest, _version(live))
         return self._settled.get(obj.key) == settled
 
     async def _write(self, obj: Provisioned, report: Report) -> None:
@@ -204,17 +213,17 @@ class Provisioner:
         refusal = plan.foreign(fresh, obj.body, self._managed)
         if refusal:
             raise _Refused(refusal)
-        if plan.in_sync(obj.body, fresh):
-            self._settled[key] = (plan.fingerprint(obj.body), _version(fresh))
+        if plan.in_sync(obj.body, fresh, obj.digest):
+            self._settled[key] = (obj.digest, _version(fresh))
             return
         if plan.needs_recreate(obj.body, fresh):
             await self._delete(key, _uid(fresh), report)
             await self._create(obj, report)
             return
         await self._confirm_leader()
-        body = plan.updated(obj.body, fresh)
+        body = plan.updated(obj.body, fresh, obj.digest)
         written = await self._request(report, "PUT", resources.path(key), body=body)
-        self._settled[key] = (plan.fingerprint(obj.body), _version(written))
+        self._settled[key] = (obj.digest, _version(written))
         report.updated.append(key)
         report.writes_in_order.append(("update", key))
         WRITES.labels(kind=key.kind, verb="update").inc()
@@ -222,8 +231,10 @@ class Provisioner:
     async def _create(self, obj: Provisioned, report: Report) -> None:
         await self._confirm_leader()
         collection = resources.path(obj.key, collection=True)
-        written = await self._request(report, "POST", collection, body=plan.created(obj.body))
-        self._settled[obj.key] = (plan.fingerprint(obj.body), _version(written))
+        written = await self._request(
+            report, "POST", collection, body=plan.created(obj.body, obj.digest)
+        )
+        self._settled[obj.key] = (obj.digest, _version(written))
         report.created.append(obj.key)
         report.writes_in_order.append(("create", obj.key))
         WRITES.labels(kind=obj.key.kind, verb="create").inc()
@@ -266,6 +277,7 @@ class Provisioner:
                 return
         self._deleted.add((key, uid))
         self._settled.pop(key, None)
+        self._verified.pop(key, None)
         report.deleted.append(key)
         report.writes_in_order.append(("delete", key))
         WRITES.labels(kind=key.kind, verb="delete").inc()

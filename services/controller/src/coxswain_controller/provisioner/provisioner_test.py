@@ -347,7 +347,7 @@ async def test_the_shared_proxies_endpoints_follow_into_the_gateways_namespace(
     client: Any, api: ThreadedApiServer
 ) -> None:
     options = Options(vip_service_type="LoadBalancer", shared_proxy_service="coxswain-system/p")
-    source = {
+    source: dict[str, Any] = {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
         "metadata": {

@@ -54,6 +54,11 @@ class Pass:
     options: Options = field(default_factory=Options)
     # What should exist for each Gateway (provision/desired.py): it reads nothing a patch moves.
     provision: tuple[GatewayProvision, ...] = ()
+    # (EndpointSlice table, provision, mirrored): the last `with_endpoints`, kept while neither
+    # changed, so a pass with no endpoint churn hands the provisioner the very same objects.
+    mirrored: tuple[object, object, tuple[GatewayProvision, ...]] | None = None
+    # TCPRoutes, TLSRoutes and UDPRoutes by (kind, namespace, name): never patched, only kept.
+    stream_routes: dict[tuple[str, str, str], RouteContribution] = field(default_factory=dict)
 
     def result(self) -> TranslateResult:
         gateways = self.gateways.values()
@@ -62,6 +67,7 @@ class Pass:
             *(e for g in gateways for e in gateway_events(g)),
             *(e for c in self.routes.values() for e in c.events),
             *(e for c in self.grpc_routes.values() for e in c.events),
+            *(e for c in self.stream_routes.values() for e in c.events),
             *self.events,
             *self.resolver.events,  # slices and policies it could not read
         ]
@@ -75,6 +81,7 @@ class Pass:
             ),
             *(c.verdict for c in self.routes.values() if c.verdict is not None),
             *(c.verdict for c in self.grpc_routes.values() if c.verdict is not None),
+            *(c.verdict for c in self.stream_routes.values() if c.verdict is not None),
             *self.ingress_verdicts,
         ]
         return TranslateResult(
@@ -86,6 +93,14 @@ class Pass:
                 for g in gateways
                 if isinstance(g.scope, GatewayScope)
             },
-            # The mirrored shared-proxy endpoints follow EndpointSlices, which a patch moves.
-            provision=with_endpoints(self.provision, self.gateways, self.inputs, self.options),
+            provision=self._provision(),
         )
+
+    def _provision(self) -> tuple[GatewayProvision, ...]:
+        # The mirrored shared-proxy endpoints follow EndpointSlices, which a patch moves.
+        slices = self.inputs.table("EndpointSlice")
+        held = self.mirrored
+        if held is None or held[0] is not slices or held[1] is not self.provision:
+            mirrored = with_endpoints(self.provision, self.gateways, self.inputs, self.options)
+            held = self.mirrored = (slices, self.provision, mirrored)
+        return held[2]

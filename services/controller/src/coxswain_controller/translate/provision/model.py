@@ -9,6 +9,8 @@ it stays as it is, so a bad edit never takes a Gateway's load balancer address a
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -16,7 +18,7 @@ from typing import Any
 
 from coxswain_controller.translate.result import ObjectRef
 
-__all__ = ["GatewayProvision", "Mode", "ObjectKey", "Provisioned"]
+__all__ = ["GatewayProvision", "Mode", "ObjectKey", "Provisioned", "fingerprint"]
 
 
 class Mode(StrEnum):
@@ -34,10 +36,21 @@ class ObjectKey:
         return f"{self.kind} {self.namespace}/{self.name}"
 
 
+def fingerprint(body: Mapping[str, Any]) -> str:
+    """A hash of a manifest's content: equal manifests, equal fingerprints."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
+
+
 @dataclass(frozen=True, slots=True)
 class Provisioned:
     key: ObjectKey
     body: Mapping[str, Any]  # the whole manifest, as it would be applied
+    # Its fingerprint, taken once where it is rendered (in translation's worker thread), so the
+    # provisioner's comparisons on the event loop need not serialise it.
+    digest: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", fingerprint(self.body))
 
 
 @dataclass(frozen=True, slots=True)
