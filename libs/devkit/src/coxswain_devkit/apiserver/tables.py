@@ -2,33 +2,18 @@
 
 kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...` and prints the rows it
 gets back. Every kind here gets the columns the real server gives custom resources without
-`additionalPrinterColumns`: NAME and AGE, the age rendered by the server as it does.
+`additionalPrinterColumns`: NAME and AGE, the age rendered by the server as it does; the kinds
+the devkit's node and load balancer bring to life get their own columns too (`columns`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from coxswain_devkit.apiserver import columns
 from coxswain_devkit.apiserver.meta import parse_timestamp
 
 Obj = dict[str, Any]
-
-_COLUMNS = [
-    {
-        "name": "Name",
-        "type": "string",
-        "format": "name",
-        "description": "the object's name",
-        "priority": 0,
-    },
-    {
-        "name": "Age",
-        "type": "string",
-        "format": "",
-        "description": "time since creationTimestamp",
-        "priority": 0,
-    },
-]
 
 
 def human_age(seconds: float) -> str:
@@ -44,11 +29,11 @@ def wanted(accept: str) -> bool:
     return "as=Table" in accept.replace(" ", "")
 
 
-def _row(obj: Obj, *, include_object: str, now: float) -> Obj:
+def _row(obj: Obj, kind: str, *, include_object: str, now: float) -> Obj:
     meta = obj.get("metadata") or {}
     created = meta.get("creationTimestamp")
     age = human_age(now - parse_timestamp(created)) if created else "<unknown>"
-    row: Obj = {"cells": [meta.get("name", ""), age]}
+    row: Obj = {"cells": columns.cells(kind, obj, age)}
     if include_object == "Object":
         row["object"] = obj
     elif include_object != "None":
@@ -69,10 +54,11 @@ def table(doc: Obj, *, include_object: str = "Metadata", now: float) -> Obj:
         if is_list
         else {"resourceVersion": doc["metadata"].get("resourceVersion", "")}
     )
+    kind = str(doc.get("kind", "")).removesuffix("List") if is_list else str(doc.get("kind", ""))
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
-        "columnDefinitions": _COLUMNS,
-        "rows": [_row(o, include_object=include_object, now=now) for o in objects],
+        "columnDefinitions": columns.definitions(kind),
+        "rows": [_row(o, kind, include_object=include_object, now=now) for o in objects],
     }

@@ -1,12 +1,13 @@
 """The load balancer against the emulator, with real sockets on 127.0.200.0/24.
 
-Covers: a LoadBalancer Service gets an address of its own in `status.loadBalancer.ingress`, and
-TCP through it reaches the node agent's pods, in rotation; UDP is relayed with each client's
-replies coming back to it; a connection to an endpoint that refuses fails over to the next;
-`spec.loadBalancerIP` is honoured; when low ports may not be bound the offset is applied and
-recorded on the Service; a Service deleted or turned into a ClusterIP one releases its address
-and ports and its status is cleared. Relaying by EndpointSlices means a test can point a Service
-at its own server by writing a slice, without any pod.
+Covers: a LoadBalancer Service gets an address of its own in `status.loadBalancer.ingress`
+(`kubectl get svc` shows it), and TCP through it reaches the node agent's pods, in rotation;
+UDP is relayed with each client's replies coming back to it; a connection to an endpoint that
+refuses fails over to the next; `spec.loadBalancerIP` is honoured; when low ports may not be
+bound the offset is applied and recorded on the Service; a Service deleted or turned into a
+ClusterIP one releases its address and ports and its status is cleared. Relaying by
+EndpointSlices means a test can point a Service at its own server by writing a slice, without
+any pod.
 """
 
 from __future__ import annotations
@@ -25,10 +26,18 @@ from coxswain_devkit.addresses import LB_NETWORK, AddressPool
 from coxswain_devkit.apiserver import ApiServer
 from coxswain_devkit.loadbalancer import PORT_OFFSET_ANNOTATION, LoadBalancer
 from coxswain_devkit.node import NodeAgent
-from coxswain_devkit.node.conftest import DEPLOYMENTS, agent, api, echo_deployment, kube
+from coxswain_devkit.node.conftest import (
+    DEPLOYMENTS,
+    Kubectl,
+    agent,
+    api,
+    echo_deployment,
+    kube,
+    kubectl,
+)
 from coxswain_devkit.waiting import eventually
 
-__all__ = ["agent", "api", "kube"]  # fixtures shared with the node agent's tests
+__all__ = ["agent", "api", "kube", "kubectl"]  # fixtures shared with the node agent's tests
 
 Obj = dict[str, Any]
 SERVICES = k.path("services", "default")
@@ -97,7 +106,7 @@ async def _http(host: str, port: int) -> Obj | None:
 
 
 async def test_tcp_reaches_the_pods_in_rotation(
-    kube: k.Kube, agent: NodeAgent, lb: LoadBalancer
+    kube: k.Kube, agent: NodeAgent, lb: LoadBalancer, kubectl: Kubectl
 ) -> None:
     await kube.create(DEPLOYMENTS, echo_deployment("web", replicas=2))
     await kube.create(
@@ -113,6 +122,8 @@ async def test_tcp_reaches_the_pods_in_rotation(
         return pods if len(pods) == 2 and None not in answers else None
 
     pods = await eventually(both, what="requests through the address to reach both pods")
+    row = (await kubectl("get", "svc", "web")).splitlines()[1].split()
+    assert (row[1], row[3], row[4]) == ("LoadBalancer", address, "80/TCP")
     assert all(p.startswith("web-") for p in pods)
     assert lb.address("default", "web") == address
 

@@ -1,11 +1,12 @@
 """The node agent against the emulator, running real processes (the echo backend's image).
 
 Covers: a Deployment's replicas Running and Ready with distinct pod IPs, each answering on its
-own address; `kubectl scale` down stopping a pod's process; a crashing container restarted with a
-growing restartCount and its last exit in `lastState`; a template change rolling the pods
-without the ready count dropping below `replicas`; an image the node cannot run staying Pending
-with `ErrImagePull` naming it; a Deployment's status. `kubectl logs` and EndpointSlices are in
-their own modules, the Coxswain images in `proxy_pod_test.py`.
+own address, as `kubectl rollout status` and `kubectl get pods -o wide` show; `kubectl scale`
+down stopping a pod's process; a crashing container restarted with a growing restartCount and
+its last exit in `lastState`; a template change rolling the pods without the ready count
+dropping below `replicas`; an image the node cannot run staying Pending with `ErrImagePull`
+naming it; a Deployment's status. `kubectl logs` and EndpointSlices are in their own modules,
+a Coxswain image's pod in tests/devkit/proxy_pod_test.py.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ async def _deployment(kube: k.Kube, name: str) -> Obj:
     return found
 
 
-async def test_replicas_run_ready_on_their_own_addresses(kube: k.Kube, agent: NodeAgent) -> None:
+async def test_replicas_run_ready_on_their_own_addresses(
+    kube: k.Kube, agent: NodeAgent, kubectl: Kubectl
+) -> None:
     await kube.create(DEPLOYMENTS, echo_deployment("web", replicas=2))
     pods = await ready_pods(kube, "web", 2)
     ips = {p["status"]["podIP"] for p in pods}
@@ -65,6 +68,14 @@ async def test_replicas_run_ready_on_their_own_addresses(kube: k.Kube, agent: No
 
     status = await eventually(available, what="the Deployment's status")
     assert status["updatedReplicas"] == status["replicas"] == 2
+    assert 'deployment "web" successfully rolled out' in await kubectl(
+        "rollout", "status", "deploy/web"
+    )
+    table = await kubectl("get", "pods", "-o", "wide")
+    for pod in pods:
+        row = next(line.split() for line in table.splitlines() if pod["metadata"]["name"] in line)
+        assert row[1:4] == ["1/1", "Running", "0"]
+        assert row[5:7] == [pod["status"]["podIP"], "devkit-node"]
 
 
 async def test_scaling_down_stops_a_pod_process(
@@ -128,7 +139,7 @@ async def test_a_template_change_rolls_the_pods(kube: k.Kube, agent: NodeAgent) 
 
 @pytest.mark.parametrize("image", ["nginx:1.27", "registry.example/coxswain-proxy-debug:1"])
 async def test_an_image_it_cannot_run_stays_pending(
-    kube: k.Kube, agent: NodeAgent, image: str
+    kube: k.Kube, agent: NodeAgent, kubectl: Kubectl, image: str
 ) -> None:
     await kube.create(DEPLOYMENTS, echo_deployment("other", replicas=1, image=image))
 
@@ -146,3 +157,4 @@ async def test_an_image_it_cannot_run_stays_pending(
     assert not ready(pod)
     status = (await _deployment(kube, "other")).get("status") or {}
     assert status.get("availableReplicas", 0) == 0
+    assert "0/1     ErrImagePull" in await kubectl("get", "pods")
