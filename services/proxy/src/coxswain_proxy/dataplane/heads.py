@@ -31,6 +31,7 @@ from coxswain_proxy.dataplane.tables import BytesPlan, apply_plan
 Headers = list[tuple[bytes, bytes]]
 
 CONNECTION = b"connection"
+HOST = b"host"
 HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer", b"transfer-encoding",
      b"upgrade"}
@@ -107,6 +108,21 @@ def _without_options(kept: Headers, headers: Headers) -> Headers:
     return [(n, v) for n, v in kept if (k := n.lower()) in HOP_BY_HOP or k not in options]
 
 
+def _host_from_plan(parts: list[bytes], pairs: Headers) -> Headers:
+    """A modifier that sets Host replaces the Host line the head already has (`parts[4]`).
+
+    RFC 9112 §3.2: a request carries exactly one Host field; spec 003 lets a
+    RequestHeaderModifier set it. Removing it leaves the request's own (a request needs one).
+    """
+    kept: Headers = []
+    for name, value in pairs:
+        if name.lower() == HOST:
+            parts[4] = value
+        else:
+            kept.append((name, value))
+    return kept
+
+
 def forwarded_tail(client: str, scheme: str) -> bytes:
     """What follows `x-forwarded-for: <earlier hops>, ` up to the host: fixed per connection."""
     return f"{client}\r\nx-forwarded-proto: {scheme}\r\nx-forwarded-host: ".encode("latin-1")
@@ -157,6 +173,8 @@ def upstream_request(
             pairs = _without_options(pairs, headers)
         if plan:
             pairs = apply_plan(plan, pairs)
+            if any(key == HOST for key, _, _, _ in plan):
+                pairs = _host_from_plan(parts, pairs)
         for name, value in pairs:
             parts += (name, b": ", value, b"\r\n")
     parts += (_VIA10_XFF if http10 else _VIA_XFF, xff, forwarded, host)

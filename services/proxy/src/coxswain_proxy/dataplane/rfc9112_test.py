@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import pytest
 
+from coxswain_proxy.dataplane import recording
+from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.recording import GET2, H, kept, until_closed
 from coxswain_proxy.dataplane.runtime import Config
+from coxswain_routing import RequestHeaderModifier
 
 # ------------------------------------------------------------------------------ Host
 
@@ -206,3 +209,23 @@ async def test_a_version_other_than_1_0_or_1_1_is_never_forwarded(
     answered, rec = await until_closed(b"GET / " + version + b"\r\n" + H + b"\r\n")
     assert len(answered) == 1 and answered[0].status in statuses
     assert rec.requests == []
+
+
+async def test_a_route_that_sets_host_sends_exactly_one_host() -> None:
+    # RFC 9112 §3.2: a request carries exactly one Host field; spec 003 lets a
+    # RequestHeaderModifier set it, so the one the backend gets is the modifier's.
+    set_host = RequestHeaderModifier(set=(("Host", "internal.example"),), add=(("x-a", "1"),))
+    async with recording.backend() as (port, rec):
+        resources: list[t.Resource] = [
+            t.HTTP_LISTENER,
+            t.endpoints("rec", port),
+            t.routes("", t.rule("r", t.backend("rec"), filters=(set_host,))),
+        ]
+        async with t.running(resources) as running, t.client(t.actual(running)) as c:
+            c.send(b"GET / HTTP/1.1\r\n" + H + b"\r\n")
+            (answered,) = await c.responses(1)
+    assert answered.status == 200
+    assert rec.problems == []
+    (received,) = rec.requests
+    assert received.values(b"host") == [b"internal.example"]
+    assert received.value(b"x-a") == b"1"
