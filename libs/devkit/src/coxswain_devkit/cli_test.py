@@ -1,11 +1,12 @@
-"""`coxswain-devkit` as a process: the API emulator with manifests, and the echo backend.
+"""`coxswain-devkit` as a process: the emulator, the echo backend, the node and the LB.
 
 Covers `apiserver --port 0 --gateway-api experimental --manifests DIR --kubeconfig-out PATH`
 (prints the kubeconfig path, logs "apiserver listening" with its port, serves the bundled and
 loaded CRDs to kubectl, stops cleanly on SIGTERM) and `echo --port 0` (logs "echo listening" and
 answers), and `node` with `lb` beside the emulator: a Deployment and a LoadBalancer Service
 applied with kubectl are reachable through the Service's address, `kubectl logs` reads the
-pod's output, and both stop cleanly on SIGTERM, taking the pod's process with them. The
+pod's output, and both stop cleanly on SIGTERM, taking the pod's process with them; a node
+killed with SIGKILL takes its pods' processes with it too (the kernel's parent-death signal). The
 emulator's, the node's and the load balancer's behaviour is tested in their own directories.
 """
 
@@ -175,3 +176,23 @@ def _echo(url: str) -> dict[str, Any] | None:
             return found
     except OSError:
         return None
+
+
+def test_a_killed_node_takes_its_pods_processes_with_it(tmp_path: Path) -> None:
+    devkit = [sys.executable, "-m", "coxswain_devkit"]
+    kubeconfig = tmp_path / "kubeconfig"
+    api = ServiceProcess([*devkit, "apiserver", "--port", "0", "--kubeconfig-out", str(kubeconfig)])
+    with api:
+        url = f"http://127.0.0.1:{api.wait_for_msg('apiserver listening')['port']}"
+        with ServiceProcess([*devkit, "node", "--api-server", url]) as node:
+            node.wait_for_msg("node agent started")
+            app = tmp_path / "app.yaml"
+            app.write_text(CLUSTER_APP.split("---")[0])
+            kubectl = ["/usr/bin/kubectl", "--kubeconfig", str(kubeconfig)]
+            kubectl += ["--cache-dir", str(tmp_path / "cache")]
+            subprocess.run([*kubectl, "apply", "--validate=false", "-f", str(app)], check=True)
+            pod_ip = node.wait_for_msg("pod started")["ip"]
+            _until(lambda: _echo(f"http://{pod_ip}:8080/"), "the pod to answer")
+            node.kill()
+            _until(lambda: _echo(f"http://{pod_ip}:8080/") is None, "the pod's process to die")
+        assert api.stop() == 0

@@ -254,6 +254,7 @@ class NodeAgent:
             if runtime is not None:
                 await runtime.stop()
                 self._pool.release(runtime.ip)
+                await asyncio.to_thread(shutil.rmtree, runtime.root, ignore_errors=True)
                 log.info("pod stopped", extra={"fields": {"pod": "/".join(key)}})
             if pod is not None and (runtime is None or pod["metadata"]["uid"] == runtime.uid):
                 await self._release(pod)

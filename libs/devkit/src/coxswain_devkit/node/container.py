@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,7 +34,6 @@ from coxswain_devkit.apiserver.meta import timestamp
 from coxswain_devkit.node.env import CannotRun
 from coxswain_devkit.node.launch import Launch, Probe
 from coxswain_devkit.node.logs import LogBuffer
-from coxswain_devkit.processes import _die_with_parent
 from coxswain_service import tasks
 
 __all__ = ["Container", "Settings"]
@@ -42,6 +43,18 @@ log = logging.getLogger("coxswain_devkit.node")
 Obj = dict[str, Any]
 LINE_LIMIT = 1024 * 1024  # a longer output line is cut
 PROBE_TIMEOUT = aiohttp.ClientTimeout(total=1.0)
+
+# prctl(PR_SET_PDEATHSIG) resolved here, in the parent: between fork and exec the child may only
+# make async-signal-safe calls, and loading libc there (dlopen) can deadlock on a loader lock
+# another thread of the agent held at the fork, leaving the child hung before it ever ran.
+_PR_SET_PDEATHSIG = 1
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+
+
+def _die_with_agent() -> None:
+    """In the child, before exec: SIGTERM when the agent's thread that started it ends."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +184,7 @@ class Container:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # only an async-signal-safe prctl
+                preexec_fn=_die_with_agent,
                 limit=LINE_LIMIT,
             )
         except OSError as err:
