@@ -69,13 +69,17 @@ def patch(kept: Pass, inputs: Inputs, memo: RouteMemo | None = None) -> bool:
     EndpointSlices refresh the endpoint sets of their Services; a changed Service refreshes
     its endpoint sets and sends every route naming it through translation again, as does a
     change to the route itself (withdrawn, then translated anew). Ingress contributions are
-    not kept apart, so a Service an Ingress names declines the patch. While GRPCRoutes are in
+    not kept apart, so a Service an Ingress names declines the patch, as does one a stream route
+    (TCPRoute, TLSRoute, UDPRoute) names: those are never patched. While GRPCRoutes are in
     play, a route can win or lose a listener to a route of the other kind that did not change
     (`routes.conflicts`), so any route or Service change runs the whole routes stage again on
     the kept Gateways; compiled rules still come from the memo.
     """
     services = changed_keys(kept.inputs.table("Service"), inputs.table("Service"))
     if services & kept.ingress_services:
+        return False
+    # Stream routes are not patched either: a Service one names runs every stage.
+    if any(services & c.services for c in kept.stream_routes.values()):
         return False
     old: Mapping[tuple[str, str], Obj] = kept.inputs.table(HTTP_ROUTE)
     new: Mapping[tuple[str, str], Obj] = inputs.table(HTTP_ROUTE)

@@ -23,6 +23,7 @@ from coxswain_controller.translate.provision.desired import desired_objects
 from coxswain_controller.translate.result import TranslateResult
 from coxswain_controller.translate.routes.memo import RouteMemo
 from coxswain_controller.translate.routes.stage import route_stage
+from coxswain_controller.translate.routes.streamroutes import stream_stage
 from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_controller.translate.tables import ScopeTables
 
@@ -64,6 +65,10 @@ def build(inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pa
     # hostname and allowed kinds, and counts what it attaches; the two kinds run together, since
     # they can contend for one listener's hostnames.
     routes = route_stage(inputs, gateways, resolver, tables, memo)
+    # TCPRoutes, TLSRoutes and UDPRoutes: they attach only to stream listeners, which no HTTP
+    # kind does, so the order changes nothing either serves; kept apart because they are never
+    # patched (a change to one runs every stage).
+    streams = stream_stage(inputs, gateways, resolver, tables)
     # Ingresses after HTTPRoutes, on ports of their own (kept out of the bind-port range), so the
     # order changes nothing either serves; a patch re-runs only routes, so the Services Ingresses
     # name are recorded, and a change to one of those runs every stage again.
@@ -85,6 +90,7 @@ def build(inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pa
         tables=tables,
         routes=routes.http,
         grpc_routes=routes.grpc,
+        stream_routes=streams,
         events=ingress_events + malformed,
         addresses=addresses,
         ingress_verdicts=verdicts,

@@ -57,6 +57,8 @@ class Pass:
     # (EndpointSlice table, provision, mirrored): the last `with_endpoints`, kept while neither
     # changed, so a pass with no endpoint churn hands the provisioner the very same objects.
     mirrored: tuple[object, object, tuple[GatewayProvision, ...]] | None = None
+    # TCPRoutes, TLSRoutes and UDPRoutes by (kind, namespace, name): never patched, only kept.
+    stream_routes: dict[tuple[str, str, str], RouteContribution] = field(default_factory=dict)
 
     def result(self) -> TranslateResult:
         gateways = self.gateways.values()
@@ -65,6 +67,7 @@ class Pass:
             *(e for g in gateways for e in gateway_events(g)),
             *(e for c in self.routes.values() for e in c.events),
             *(e for c in self.grpc_routes.values() for e in c.events),
+            *(e for c in self.stream_routes.values() for e in c.events),
             *self.events,
             *self.resolver.events,  # slices and policies it could not read
         ]
@@ -78,6 +81,7 @@ class Pass:
             ),
             *(c.verdict for c in self.routes.values() if c.verdict is not None),
             *(c.verdict for c in self.grpc_routes.values() if c.verdict is not None),
+            *(c.verdict for c in self.stream_routes.values() if c.verdict is not None),
             *self.ingress_verdicts,
         ]
         return TranslateResult(

@@ -1,4 +1,5 @@
-"""Collecting compiled rules into per-scope resources: host tables, TLS stores, listeners.
+"""Collecting compiled rules into per-scope resources: host tables, stream ports, TLS stores,
+listeners.
 
 Translation stages add rules here as they accept routes; `resources()` then emits each scope's
 resources in canonical order (sorted keys; rules by route identity), so that the same inputs
@@ -23,8 +24,11 @@ from coxswain_routing import (
     GatewayListeners,
     HostRoutes,
     Listener,
+    ListenerProtocol,
     Resource,
     Rule,
+    StreamMatch,
+    StreamRoute,
     TlsCertificate,
     TlsStore,
     WildcardScope,
@@ -52,6 +56,10 @@ class _Scope:
     hosts: dict[tuple[int, str], _Host] = field(default_factory=dict)
     certificates: dict[int, list[TlsCertificate]] = field(default_factory=dict)
     listeners: list[GatewayListeners] = field(default_factory=list)
+    # Stream ports by (protocol, bind port), each server name's match ("" for TCP and UDP).
+    streams: dict[tuple[ListenerProtocol, int], dict[str, StreamMatch]] = field(
+        default_factory=dict
+    )
     endpoint_keys: dict[str, int] = field(default_factory=dict)  # key -> how many rules use it
     built: tuple[Resource, ...] | None = None  # the scope's resources, until anything changes
     endpoint_sets: dict[str, EndpointSet] | None = None  # what `built` was made from
@@ -147,6 +155,23 @@ class ScopeTables:
             else:
                 del counts[use]
 
+    def add_stream(
+        self, scope: Scope, protocol: ListenerProtocol, bind_port: int, match: StreamMatch
+    ) -> None:
+        """Serve `match` on a stream port. Stream routes are never patched (any change to one
+        runs every stage), so nothing takes a match out again; each server name of a port has
+        one match, which the routes stage settled (`routes.streamroutes`)."""
+        entry = self._scopes.setdefault(scope, _Scope())
+        entry.built = None
+        port = entry.streams.setdefault((protocol, bind_port), {})
+        if match.server_name in port:
+            raise RuntimeError(f"server name {match.server_name!r} is served twice on {bind_port}")
+        port[match.server_name] = match
+        counts = entry.endpoint_keys
+        for backend in match.backends:
+            if backend.endpoints:
+                counts[backend.endpoints] = counts.get(backend.endpoints, 0) + 1
+
     def endpoints_changed(self, keys: set[str]) -> None:
         """Endpoint sets with these keys were replaced: rebuild the scopes that carry them."""
         for entry in self._scopes.values():
@@ -191,6 +216,9 @@ def _build(entry: _Scope, endpoint_sets: dict[str, EndpointSet]) -> tuple[Resour
                 h.scope,
             )
         resources.append(h.built)
+    for (protocol, port), matches in entry.streams.items():
+        ordered = tuple(matches[name] for name in sorted(matches))
+        resources.append(StreamRoute(port, protocol, ordered))
     for port, certificates in entry.certificates.items():
         default = certificates[0].source if certificates else ""
         resources.append(TlsStore(port, tuple(certificates), default))

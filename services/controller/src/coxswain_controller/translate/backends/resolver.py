@@ -6,6 +6,8 @@ namespace permitting HTTPRoute from the route's namespace to Service, optionally
 "A reference that cannot be resolved ... keeps its slot and its weight, and its share of the
 traffic answers with a fixed 500". Endpoints come from EndpointSlices: ready endpoints serve,
 terminating ones drain, and a named targetPort is resolved by the slice's own port names.
+The stream kinds resolve the same way, by their transport's Service port and without a
+BackendTLSPolicy (`STREAM_TRANSPORTS`).
 """
 
 from __future__ import annotations
@@ -21,12 +23,21 @@ from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.guard import MALFORMED, guarded
 from coxswain_controller.translate.inputs import Inputs, Obj, created, meta, name, namespace, spec
 from coxswain_controller.translate.result import Event
-from coxswain_routing import Backend, BackendProtocol, Endpoint, EndpointSet, UpstreamTLS
+from coxswain_routing import Backend, BackendProtocol, Endpoint, EndpointSet, Transport, UpstreamTLS
 
 __all__ = ["BackendResolver", "Resolved"]
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+# Spec 003 "TCPRoute, TLSRoute and UDPRoute": "A backendRef's port is resolved by the route's
+# transport: a TCPRoute or TLSRoute selects the Service port of that number carrying TCP and a
+# UDPRoute the one carrying UDP"; "a BackendTLSPolicy does not apply, since the stream is
+# relayed unread." The kinds not named here are HTTP kinds: TCP, policies applied.
+STREAM_TRANSPORTS = {
+    "TCPRoute": Transport.TCP,
+    "TLSRoute": Transport.TCP,
+    "UDPRoute": Transport.UDP,
+}
 _PROTOCOLS = {
     "kubernetes.io/h2c": BackendProtocol.H2C,
     "kubernetes.io/ws": BackendProtocol.WEBSOCKET,
@@ -87,15 +98,21 @@ class BackendResolver:
                 (Reason.BACKEND_NOT_FOUND, f"Service {service_ns}/{service_name} not found"),
                 filters,
             )
-        port = _service_port(service, ref.get("port"))
+        stream = STREAM_TRANSPORTS.get(route_kind)
+        transport = stream or Transport.TCP
+        port = _service_port(service, ref.get("port"), transport)
         if port is None:
-            what = f"Service {service_ns}/{service_name} has no port {ref.get('port')}"
+            over = f" over {transport.value}" if stream else ""
+            what = f"Service {service_ns}/{service_name} has no port {ref.get('port')}{over}"
             return _unresolved(weight, (Reason.BACKEND_NOT_FOUND, what), filters)
-        tls = self._tls(service_ns, service_name, port)
+        tls = None if stream else self._tls(service_ns, service_name, port)
         if isinstance(tls, tuple):
             return _unresolved(weight, tls, filters)
-        endpoint_set = self._endpoint_set(service_ns, service_name, port)
+        endpoint_set = self._endpoint_set(service_ns, service_name, port, transport)
         self.endpoint_sets[endpoint_set.key] = endpoint_set
+        if stream:
+            backend = Backend(weight, endpoint_set.key)  # relayed unread: no protocol, no TLS
+            return Resolved(backend, endpoint_set, None)
         protocol = BackendProtocol.GRPC if route_kind == "GRPCRoute" else _protocol(port)
         backend = Backend(weight, endpoint_set.key, "", protocol, tls, filters)
         return Resolved(backend, endpoint_set, None)
@@ -116,10 +133,12 @@ class BackendResolver:
             if _same_slices(before.get(where, []), after.get(where, [])):
                 continue
             service = inputs.get("Service", *where)
-            port = _service_port(service, held.port) if service is not None else None
+            port = (
+                _service_port(service, held.port, held.transport) if service is not None else None
+            )
             if port is None:
                 continue  # cannot happen while Services are unchanged; left as resolved
-            self.endpoint_sets[key] = self._endpoint_set(held.namespace, held.service, port)
+            self.endpoint_sets[key] = self._endpoint_set(*where, port, held.transport)
             touched.add(key)
         return touched
 
@@ -147,13 +166,19 @@ class BackendResolver:
             touched.add(key)
             service = inputs.get("Service", held.namespace, held.service)
             try:
-                port = _service_port(service, held.port) if service is not None else None
+                port = (
+                    _service_port(service, held.port, held.transport)
+                    if service is not None
+                    else None
+                )
             except MALFORMED:
                 port = None  # the routes naming it are refused when translated again
             if port is None:
                 del self.endpoint_sets[key]
             else:
-                self.endpoint_sets[key] = self._endpoint_set(held.namespace, held.service, port)
+                self.endpoint_sets[key] = self._endpoint_set(
+                    held.namespace, held.service, port, held.transport
+                )
         return touched
 
     def port_number(self, ns: str, service: str, port_name: str) -> int | None:
@@ -196,7 +221,9 @@ class BackendResolver:
             )
         return None
 
-    def _endpoint_set(self, ns: str, service: str, port: Mapping[str, Any]) -> EndpointSet:
+    def _endpoint_set(
+        self, ns: str, service: str, port: Mapping[str, Any], transport: Transport = Transport.TCP
+    ) -> EndpointSet:
         port_name = port.get("name") or ""
         endpoints: set[Endpoint] = set()
         for slice_ in self._slices.get((ns, service), []):
@@ -206,7 +233,7 @@ class BackendResolver:
             for endpoint in slice_.get("endpoints") or []:
                 endpoints.update(_endpoints(endpoint, number))
         ordered = tuple(sorted(endpoints, key=lambda e: (e.address, e.port)))
-        return EndpointSet(ns, service, int(port["port"]), ordered)
+        return EndpointSet(ns, service, int(port["port"]), ordered, transport)
 
     def _tls(
         self, ns: str, service: str, port: Mapping[str, Any]
@@ -289,9 +316,13 @@ def _unresolved(weight: int, problem: tuple[Reason, str], filters: tuple[Any, ..
     return Resolved(Backend(weight, "", problem[1], filters=filters), None, problem)
 
 
-def _service_port(service: Obj, number: Any) -> Mapping[str, Any] | None:
+def _service_port(
+    service: Obj, number: Any, transport: Transport = Transport.TCP
+) -> Mapping[str, Any] | None:
+    """The Service port of that number carrying `transport` (a port's protocol defaults to
+    TCP): one number may be exposed over both, with different names and targets."""
     for port in spec(service).get("ports") or []:
-        if port.get("port") == number and (port.get("protocol") or "TCP") == "TCP":
+        if port.get("port") == number and (port.get("protocol") or "TCP") == transport.value:
             port_map: Mapping[str, Any] = port
             return port_map
     return None

@@ -5,7 +5,9 @@ merges across Gateways. A shared-mode Gateway's listener port is served on a dis
 of the shared proxy (`bind_ports`), a dedicated Gateway's on its own proxy at the declared port.
 Within one Gateway, spec 003 "Listeners" applies: "Two listeners on one port must serve one
 protocol; where they do not, ... the earlier listener keeps the port and the other is reported
-and not served", and a UDP listener binds in its own port space. A listener that is not served
+and not served", and "a UDP listener binds in its own port space, so it may share a port number
+with a TCP, TLS, HTTP or HTTPS listener". TLS listeners pass TLS through; TCP and UDP ones carry
+no hostname. A listener that is not served
 is not Accepted, whatever refused it. HTTPS listeners on one port whose hostnames can claim the
 same request host are marked OverlappingTLSConfig (the Gateway API's warning about HTTP/2
 connection coalescing); they are still served.
@@ -43,16 +45,17 @@ __all__ = ["GatewayState", "ListenerState", "gateway_states"]
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 # The route kinds each served protocol carries. Spec 003 "Listeners": "allowedRoutes.kinds may
-# list the kinds the listener's protocol carries: HTTPRoute and GRPCRoute on HTTP and HTTPS";
-# "GRPCRoute": "An HTTP or HTTPS listener admits both kinds by default and allowedRoutes.kinds
-# may restrict it to one; supportedKinds says which." The stream protocols (TLS, TCP, UDP with
-# their route kinds) are not served yet, and status says so rather than listing kinds that would
-# never attach.
+# list the kinds the listener's protocol carries: HTTPRoute and GRPCRoute on HTTP and HTTPS,
+# TCPRoute on TCP, TLSRoute on TLS and UDPRoute on UDP"; "GRPCRoute": "An HTTP or HTTPS listener
+# admits both kinds by default and allowedRoutes.kinds may restrict it to one; supportedKinds
+# says which."
 ROUTE_KINDS = {
     "HTTP": ("HTTPRoute", "GRPCRoute"),
     "HTTPS": ("HTTPRoute", "GRPCRoute"),
+    "TLS": ("TLSRoute",),
+    "TCP": ("TCPRoute",),
+    "UDP": ("UDPRoute",),
 }
-NOT_YET = {"TLS", "TCP", "UDP"}
 IGNORED_FIELDS = ("addresses", "tls", "allowedListeners")
 
 
@@ -191,10 +194,6 @@ def _listener(
         allowed_routes=allowed,
         supported_kinds=(),
     )
-    if protocol in NOT_YET:
-        message = f"{protocol} listeners are not served by this release"
-        _refuse(listener, Reason.UNSUPPORTED_PROTOCOL, message)
-        return listener
     if protocol not in ROUTE_KINDS:
         _refuse(listener, Reason.UNSUPPORTED_PROTOCOL, f"protocol {protocol!r} is not supported")
         return listener
@@ -207,7 +206,31 @@ def _listener(
         )
     elif protocol == "HTTPS":
         _certificates(inputs, gateway, listener, tls.get("certificateRefs") or [], grants)
+    else:
+        _stream_rules(listener)
     return listener
+
+
+def _stream_rules(listener: ListenerState) -> None:
+    """What a TLS, TCP or UDP listener must be to be served (an HTTP one has no such rule)."""
+    # Spec 003 "Listeners": "On a TLS listener tls.mode must be Passthrough: the listener relays
+    # the client's handshake to the backend the server name selects and terminates nothing, so
+    # it holds no certificate and certificateRefs are ignored. The mode defaults to Terminate,
+    # which is refused with UnsupportedValue rather than assumed".
+    if listener.protocol == "TLS" and listener.tls_mode is not TlsMode.PASSTHROUGH:
+        message = (
+            "a TLS listener must pass TLS through (tls.mode Passthrough): Terminate, the "
+            "default, is not served in this release"
+        )
+        _refuse(listener, Reason.UNSUPPORTED_VALUE, message)
+    # Spec 003 "Listeners": "A TCP or UDP listener cannot carry one [a hostname], since nothing
+    # in the stream names a host; a listener that declares one is refused with UnsupportedValue."
+    elif listener.protocol in ("TCP", "UDP") and listener.hostname:
+        message = (
+            f"a {listener.protocol} listener cannot carry a hostname "
+            f"({listener.hostname}): nothing in the stream names a host"
+        )
+        _refuse(listener, Reason.UNSUPPORTED_VALUE, message)
 
 
 def _kinds(listener: ListenerState, allowed: Mapping[str, Any]) -> tuple[str, ...]:

@@ -94,7 +94,8 @@ def _outcome(
         if x.served and kind in x.supported_kinds and _namespace_allowed(x, gateway, route, inputs)
     ]
     if not allowed:
-        return ParentOutcome(ref, (), (Reason.NOT_ALLOWED_BY_LISTENERS, _not_allowed(selected)))
+        why = _not_allowed(selected, kind, namespace(route))
+        return ParentOutcome(ref, (), (Reason.NOT_ALLOWED_BY_LISTENERS, why))
     attachments = tuple(
         Attachment(gateway, x, tuple(names))
         for x in allowed
@@ -119,11 +120,20 @@ def _no_listener(ref: Mapping[str, Any], gateway: GatewayState) -> str:
     return f"{where} has no listener{named}{port}"
 
 
-def _not_allowed(selected: Sequence[ListenerState]) -> str:
-    if not any(x.served for x in selected):
+def _not_allowed(selected: Sequence[ListenerState], kind: str, route_namespace: str) -> str:
+    served = [x for x in selected if x.served]
+    if not served:
         names = ", ".join(x.name for x in selected)
         return f"the selected listener(s) {names} are not served"
-    return "no selected listener allows this route's kind and namespace"
+    if not any(kind in x.supported_kinds for x in served):
+        # Spec 003: a stream route "naming a listener of another protocol is refused with
+        # NotAllowedByListeners"; so is any kind a listener's supportedKinds leaves out.
+        carried = ", ".join(
+            f"{x.name} ({x.protocol}) carries {' and '.join(x.supported_kinds) or 'no route kind'}"
+            for x in served
+        )
+        return f"no selected listener carries {kind}: {carried}"
+    return f"no selected listener carrying {kind} admits routes from namespace {route_namespace}"
 
 
 def _namespace_allowed(

@@ -38,7 +38,7 @@ from coxswain_routing import (
     ValueMatchType,
 )
 
-__all__ = ["RouteRules", "compile_rules", "parse_duration_ms"]
+__all__ = ["RouteRules", "compile_rules", "parse_duration_ms", "unroutable_hostnames"]
 
 _DURATION = re.compile(r"^(?:([0-9]{1,5})(h|ms|m|s))+$")
 _PART = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
@@ -65,7 +65,7 @@ def parse_duration_ms(value: str) -> int | None:
 
 def compile_rules(route: Obj, kind: str, resolver: BackendResolver) -> RouteRules:
     out = RouteRules()
-    out.refused += _unroutable_hostnames(spec(route).get("hostnames") or [])
+    out.refused += unroutable_hostnames(spec(route).get("hostnames") or [])
     with resolver.recording() as named:
         for index, raw in enumerate(spec(route).get("rules") or [{}]):
             rule = _rule(route, kind, index, raw, resolver, out)
@@ -143,7 +143,7 @@ def _rule(
     return Rule(rule_id, matches, filtered.filters, tuple(backends), timeouts, retry)
 
 
-def _unroutable_hostnames(hostnames: Sequence[Any]) -> list[str]:
+def unroutable_hostnames(hostnames: Sequence[Any]) -> list[str]:
     """Spec 003 "Status": a route naming "an unroutable hostname" is refused with
     UnsupportedValue. A Host header never carries a wildcard beyond a whole leading label, and
     the Gateway API gives route hostnames as names, never IP addresses."""
