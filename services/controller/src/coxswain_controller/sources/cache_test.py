@@ -89,7 +89,10 @@ def test_reference_grant_prefers_v1_and_stream_routes_need_v1alpha2() -> None:
     served = {"v1beta1": frozenset({"referencegrants"}), "v1": frozenset({"referencegrants"})}
     (grant,) = kinds.gateway_kinds(served)
     assert grant.version == "v1"
-    assert kinds.gateway_kinds({"v1": frozenset({"tlsroutes"})}) == ()
+    assert kinds.gateway_kinds({"v1": frozenset({"tcproutes", "udproutes"})}) == ()
+    # TLSRoute alone reached v1 (Gateway API v1.5's standard channel), and is watched there.
+    (tls,) = kinds.gateway_kinds({"v1": frozenset({"tlsroutes"})})
+    assert tls.version == "v1"
 
 
 def test_a_kind_keeps_its_view_until_one_of_its_objects_changes() -> None:

@@ -92,7 +92,11 @@ GATEWAY: tuple[GatewayKind, ...] = (
     GatewayKind("GRPCRoute", "grpcroutes", ("v1",)),
     GatewayKind("ReferenceGrant", "referencegrants", ("v1", "v1beta1"), status_matters=True),
     GatewayKind("BackendTLSPolicy", "backendtlspolicies", ("v1",)),
-    GatewayKind("TLSRoute", "tlsroutes", ("v1alpha2",)),
+    # Spec 003: "The controller watches the three kinds only in a cluster whose experimental
+    # Gateway API channel serves them (gateway.networking.k8s.io/v1alpha2)". TLSRoute has since
+    # gained v1alpha3 and, from v1.5, v1 in the standard channel: the newest one served is
+    # watched (the fields translation reads are the same in all three).
+    GatewayKind("TLSRoute", "tlsroutes", ("v1", "v1alpha3", "v1alpha2")),
     GatewayKind("TCPRoute", "tcproutes", ("v1alpha2",)),
     GatewayKind("UDPRoute", "udproutes", ("v1alpha2",)),
 )

@@ -27,6 +27,12 @@ API_VERSIONS = {
     "Gateway": "gateway.networking.k8s.io/v1",
     "HTTPRoute": "gateway.networking.k8s.io/v1",
     "GRPCRoute": "gateway.networking.k8s.io/v1",
+    # The stream routes at the experimental channel's version (spec 003: "the experimental
+    # Gateway API channel serves them (gateway.networking.k8s.io/v1alpha2)"); an Event's
+    # involvedObject is found by uid and name whatever version it names.
+    "TCPRoute": "gateway.networking.k8s.io/v1alpha2",
+    "TLSRoute": "gateway.networking.k8s.io/v1alpha2",
+    "UDPRoute": "gateway.networking.k8s.io/v1alpha2",
     "Ingress": "networking.k8s.io/v1",
     "IngressClass": "networking.k8s.io/v1",
 }

@@ -22,6 +22,7 @@ from kubernetes.client import ApiClient
 from prometheus_client import Counter
 
 from coxswain_controller.kube import api as kube
+from coxswain_controller.sources import kinds
 from coxswain_controller.status.merge import merge_status
 from coxswain_controller.translate.render import status_fragment
 from coxswain_controller.translate.result import ObjectRef, Verdict
@@ -36,10 +37,19 @@ PLURALS = {
     "Gateway": "gateways",
     "HTTPRoute": "httproutes",
     "GRPCRoute": "grpcroutes",
+    "TCPRoute": "tcproutes",
+    "TLSRoute": "tlsroutes",
+    "UDPRoute": "udproutes",
     "Ingress": "ingresses",
 }
 # The API group of each kind written, when not the Gateway API's.
 GROUPS = {"Ingress": ("networking.k8s.io", "v1")}
+# The Gateway API versions a kind may be served at, most preferred first: the stream routes are
+# watched at the first one the API server serves (sources/kinds.py), and their status is written
+# at the first one that answers, which is the same version. Every other kind is written at v1.
+VERSIONS = {
+    kind.name: kind.versions for kind in kinds.GATEWAY if kind.name in PLURALS and kind.versions
+}
 CONFLICT_RETRIES = 5
 
 WRITES = Counter(
@@ -80,6 +90,7 @@ class StatusWriter:
         # that concludes the same makes no API call at all (spec 003: "a resync that changes
         # nothing makes no API call").
         self._settled: dict[ObjectRef, tuple[int, str, Any]] = {}
+        self._served: dict[str, str] = {}  # kind -> the version its last GET answered at
         self._wake = asyncio.Event()
         self.idle = asyncio.Event()  # set while nothing is pending (tests wait on it)
         self.idle.set()
@@ -150,7 +161,7 @@ class StatusWriter:
 
     async def _attempt(self, verdict: Verdict) -> str:
         try:
-            live: dict[str, Any] = await asyncio.to_thread(self._get, verdict.ref)
+            live, version = await asyncio.to_thread(self._get, verdict.ref)
         except kube.KubeError as err:
             if err.status == 404:
                 return "gone"
@@ -170,16 +181,36 @@ class StatusWriter:
         if not await self._confirm():
             return "not-leader"
         live["status"] = merged
-        await asyncio.to_thread(self._replace, verdict.ref, live)
+        await asyncio.to_thread(self._replace, verdict.ref, live, version)
         return "written"
 
-    def _get(self, ref: ObjectRef) -> dict[str, Any]:
-        return kube.request(self._client, "GET", _path(ref))
+    def _get(self, ref: ObjectRef) -> tuple[dict[str, Any], str]:
+        """The live object and the version it answered at: a kind served at several candidate
+        versions is asked at the one that answered last, then the others in preference order
+        (a 404 from each is the object gone)."""
+        candidates = self._versions(ref.kind)
+        for version in candidates:
+            try:
+                live: dict[str, Any] = kube.request(self._client, "GET", _path(ref, version))
+            except kube.KubeError as err:
+                if err.status == 404 and version != candidates[-1]:
+                    continue
+                raise
+            self._served[ref.kind] = version
+            return live, version
+        raise AssertionError("unreachable: every kind has a version")
 
-    def _replace(self, ref: ObjectRef, body: dict[str, Any]) -> None:
-        kube.request(self._client, "PUT", _path(ref, sub="status"), body=body)
+    def _versions(self, kind: str) -> tuple[str, ...]:
+        if kind in GROUPS:
+            return (GROUPS[kind][1],)
+        candidates = VERSIONS.get(kind, (VERSION,))
+        known = self._served.get(kind)
+        return candidates if known is None else (known, *(v for v in candidates if v != known))
+
+    def _replace(self, ref: ObjectRef, body: dict[str, Any], version: str) -> None:
+        kube.request(self._client, "PUT", _path(ref, version, sub="status"), body=body)
 
 
-def _path(ref: ObjectRef, *, sub: str = "") -> str:
-    group, version = GROUPS.get(ref.kind, (GROUP, VERSION))
+def _path(ref: ObjectRef, version: str, *, sub: str = "") -> str:
+    group = GROUPS.get(ref.kind, (GROUP, VERSION))[0]
     return kube.object_path(group, version, PLURALS[ref.kind], ref.namespace, ref.name, sub=sub)
