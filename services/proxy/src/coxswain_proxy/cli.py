@@ -1,8 +1,9 @@
 """`coxswain-proxy`: the command line. `serve` runs the data plane until SIGTERM.
 
-`serve` wires the pieces: the admin server (readiness, metrics), the routing holder the request
-path reads, and the discovery client that fills it. Without `--discovery-endpoint` the proxy
-starts idle and says so on /readyz (the local demo and the packaging tests start it that way).
+`serve` wires the pieces: the admin server (readiness, metrics), the routing holder whose
+every commit the data plane applies, and the discovery client that fills it. Without
+`--discovery-endpoint` the proxy starts idle and says so on /readyz (the local demo and the
+packaging tests start it that way).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from pathlib import Path
 import uvloop
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy import endpoints, errors, ports, svid
 from coxswain_proxy._version import __version__
-from coxswain_proxy.client import ClientConfig, DiscoveryClient
 from coxswain_proxy.dataplane import wiring
-from coxswain_proxy.routing import RoutingHolder
+from coxswain_proxy.discovery import endpoints, failures, ports, svid
+from coxswain_proxy.discovery.client import ClientConfig, DiscoveryClient
+from coxswain_proxy.discovery.holder import RoutingHolder
 from coxswain_service import admin, logs, signals, tasks
 from coxswain_service.readiness import Readiness
 
@@ -82,7 +83,7 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         for flag in (args.discovery_endpoint, args.discovery_bootstrap_endpoint):
             if flag is not None:
                 endpoints.parse(flag)
-    except errors.ConfigError as exc:
+    except failures.ConfigError as exc:
         parser.error(str(exc))
 
 

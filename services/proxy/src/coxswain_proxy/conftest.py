@@ -13,11 +13,12 @@ import pytest
 
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_proto import discovery as pb
-from coxswain_proxy import endpoints, ports, svid, testkit
-from coxswain_proxy.backoff import BackoffPolicy
-from coxswain_proxy.client import ClientConfig, DiscoveryClient
-from coxswain_proxy.clock import Clock, SystemClock
-from coxswain_proxy.routing import RoutingHolder
+from coxswain_proxy import testkit
+from coxswain_proxy.discovery import endpoints, ports, svid
+from coxswain_proxy.discovery.backoff import BackoffPolicy
+from coxswain_proxy.discovery.client import ClientConfig, DiscoveryClient
+from coxswain_proxy.discovery.clock import Clock, SystemClock
+from coxswain_proxy.discovery.holder import RoutingHolder
 
 # Short delays: the tests exercise the retry paths, not the production pacing.
 FAST = BackoffPolicy(initial=0.01, maximum=0.05, holding_maximum=0.02)

@@ -3,8 +3,9 @@
 Where it sits: `tables` runs every value it compiles for a head through these (header plans,
 the pieces of a redirect's Location, URL rewrites, CORS answers), once per snapshot, so
 `compile_tables` raises `UnsafeField` instead of building tables that would write one. Staging
-(`coxswain_proxy.snapshot`) compiles each changed route the same way before it Acks, so a
-snapshot holding such a value is Nacked, naming the resource, and the last good one serves on.
+(`coxswain_proxy.discovery.snapshot`) compiles each changed route the same way before it Acks,
+so a snapshot holding such a value is Nacked, naming the resource, and the last good one serves
+on.
 
 Why a second check: `coxswain_routing` already refuses these values in `validate()` and
 `from_wire`. This one is written separately and applies to the bytes the request path will

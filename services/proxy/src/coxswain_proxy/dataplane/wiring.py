@@ -1,11 +1,11 @@
 """How `cli.serve` starts the data plane and feeds it each swapped snapshot.
 
-Where it sits: between the discovery client's `routing.RoutingHolder` and the data plane. The
-cli calls `add_arguments(serve_parser)` when building its parser and `await start(args, holder,
-binder)` in `serve` (before the discovery client starts, since workers are forked), then
-`await running.close()` on SIGTERM. Every swap the holder announces is applied to the data
+Where it sits: between the discovery client's `discovery.holder.RoutingHolder` and the data
+plane. The cli calls `add_arguments(serve_parser)` when building its parser and `await
+start(args, holder, binder)` in `serve` (before the discovery client starts, since workers are
+forked), then `await running.close()` on SIGTERM. Every swap the holder announces is applied to the data
 plane (in-process, or relayed to each worker); the ports then bound are reported through
-`ports.PortBinder.set_bound`, which makes the discovery client send a NodeStatus.
+`discovery.ports.PortBinder.set_bound`, which makes the discovery client send a NodeStatus.
 
 The stream commits each snapshot through `RoutingHolder.commit`, which awaits `Relay.apply`:
 the Ack goes out only after every worker has swapped and the ports are bound (spec 000).
@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from prometheus_client import REGISTRY
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy import ports
 from coxswain_proxy.dataplane import metrics
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.runtime import Config
 from coxswain_proxy.dataplane.stats import Stats
 from coxswain_proxy.dataplane.workers import Workers
-from coxswain_proxy.routing import RoutingHolder
-from coxswain_proxy.snapshot import RoutingState
+from coxswain_proxy.discovery import ports
+from coxswain_proxy.discovery.holder import RoutingHolder
+from coxswain_proxy.discovery.snapshot import RoutingState
 from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class Relay:
             assert self.plane is not None
             bound = await self.plane.apply(state.resources, state.version)
         self.applied_at = self.plane.applied_at if self.plane else asyncio.get_running_loop().time()
-        self.binder.set_bound(ports.Bound(b.port, _protocol(b)) for b in bound)
+        self.binder.set_bound(ports.ReportedPort(b.port, _protocol(b)) for b in bound)
         return bound
 
     async def _stats(self) -> None:

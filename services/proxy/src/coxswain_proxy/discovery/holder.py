@@ -1,10 +1,14 @@
-"""The one reference the request path reads: the routing state currently served.
+"""The discovery side's record of the routing state it last committed, and who to tell.
 
-Where it sits: the discovery client swaps a freshly staged `snapshot.RoutingState` in with
-`swap()`; request handlers read `holder.state` once per request and keep that object for the
-whole request. Why no lock: the swap is a single attribute assignment, atomic under the GIL, and
-states are immutable, so a reader sees either the old state or the new one, never a mix
-(spec 001, "Request path": "each request reads it with a single atomic load").
+Where it sits: the stream (`stream.StreamSession`) commits each freshly staged
+`snapshot.RoutingState` with `commit()`, which swaps it in and awaits every applier: the data
+plane's relay (`dataplane.wiring.Relay.apply`: every worker swapped, every port bound) before
+the Ack goes out. Readiness hears of each swap (`on_swap`), and staging reads `holder.state` as
+the base a delta applies to. The request path never reads it: it reads the tables the data
+plane compiled from it (`dataplane.runtime.Runtime.tables`). Why no lock: the swap is a
+single attribute assignment on one event loop, and states are immutable, so a reader sees
+either the old state or the new one, never a mix (spec 001, "Request path": "each request
+reads it with a single atomic load").
 
 Nothing here ever sets the state back to None: routing is never cleared across reconnects.
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from coxswain_proxy.snapshot import RoutingState
+from coxswain_proxy.discovery.snapshot import RoutingState
 
 log = logging.getLogger(__name__)
 

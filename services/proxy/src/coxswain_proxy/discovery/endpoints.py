@@ -11,7 +11,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from coxswain_proxy import errors
+from coxswain_proxy.discovery import failures
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,21 +32,21 @@ def parse(text: str) -> tuple[Endpoint, ...]:
     """Every endpoint of a comma-separated list; `ConfigError` naming the first bad one."""
     parsed = tuple(_one(item.strip()) for item in text.split(",") if item.strip())
     if not parsed:
-        raise errors.ConfigError("no endpoint given")
+        raise failures.ConfigError("no endpoint given")
     return parsed
 
 
 def _one(item: str) -> Endpoint:
     scheme, sep, _ = item.partition("://")
     if sep and scheme != "https":
-        raise errors.ConfigError(f"endpoint {item!r}: only https:// (TLS) is allowed")
+        raise failures.ConfigError(f"endpoint {item!r}: only https:// (TLS) is allowed")
     url = urllib.parse.urlsplit(item if sep else f"https://{item}")
     try:
         port = url.port
     except ValueError as exc:
-        raise errors.ConfigError(f"endpoint {item!r}: {exc}") from exc
+        raise failures.ConfigError(f"endpoint {item!r}: {exc}") from exc
     if not url.hostname or port is None or url.path not in ("", "/"):
-        raise errors.ConfigError(f"endpoint {item!r}: expected host:port")
+        raise failures.ConfigError(f"endpoint {item!r}: expected host:port")
     return Endpoint(url.hostname, port)
 
 

@@ -24,12 +24,12 @@ from coxswain_devkit.echo import EchoServer
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
 from coxswain_proxy import testkit
-from coxswain_proxy.backoff import BackoffPolicy
 from coxswain_proxy.conftest import StartController, StartProxy
 from coxswain_proxy.dataplane import testing as t
-from coxswain_proxy.lifecycle import Phase
-from coxswain_proxy.ports import Bound
-from coxswain_proxy.stream import nack_detail
+from coxswain_proxy.discovery.backoff import BackoffPolicy
+from coxswain_proxy.discovery.lifecycle import Phase
+from coxswain_proxy.discovery.ports import ReportedPort
+from coxswain_proxy.discovery.stream import nack_detail
 from coxswain_proxy.testkit import ServerStream, answers, delta, full, routes, within
 from coxswain_routing import RequestHeaderModifier, snapshot_version
 
@@ -208,7 +208,7 @@ async def test_node_status_is_sent_on_open_and_after_every_bind_change(
     await stream.expect("ack")
 
     http = pb.ListenerProtocol.HTTP
-    proxy.binder.set_bound([Bound(8443, pb.ListenerProtocol.HTTPS), Bound(8080, http)])
+    proxy.binder.set_bound([ReportedPort(8443, pb.ListenerProtocol.HTTPS), ReportedPort(8080, http)])
     status = await stream.expect("node_status")
 
     assert [(b.port, b.protocol) for b in status.bound] == [

@@ -31,9 +31,10 @@ import grpc
 import grpc.aio
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy import errors, gcpause, metrics, ports, snapshot
-from coxswain_proxy.routing import RoutingHolder
-from coxswain_proxy.svid import Svid
+from coxswain_proxy import gcpause
+from coxswain_proxy.discovery import failures, metrics, ports, snapshot
+from coxswain_proxy.discovery.holder import RoutingHolder
+from coxswain_proxy.discovery.svid import Svid
 from coxswain_service import tasks
 
 # The controller refuses a Nack whose detail is longer than 16 KiB (and ends the stream, which
@@ -122,7 +123,7 @@ class StreamSession:
         try:
             # Decoding and compiling a large snapshot takes a while: off the event loop.
             state = await asyncio.to_thread(_stage, self._holder.state, pushed)
-        except errors.SnapshotRejected as exc:
+        except failures.SnapshotRejected as exc:
             return _rejected(pushed, exc)
         staged = loop.time()
         # The swap: one assignment, after which new requests see the new routing; the Ack
@@ -156,7 +157,7 @@ class StreamSession:
         return StreamEnd(code, details or "", self._delivered)
 
 
-def _rejected(pushed: pb.Snapshot, exc: errors.SnapshotRejected) -> pb.ProxyMessage:
+def _rejected(pushed: pb.Snapshot, exc: failures.SnapshotRejected) -> pb.ProxyMessage:
     metrics.SNAPSHOTS.labels(result="rejected").inc()
     log.warning(
         "snapshot rejected, keeping the last good one",

@@ -1,7 +1,7 @@
 """Staging a pushed snapshot into a new routing state: pure, never touching the held one.
 
 Where it sits: the discovery client receives a `Snapshot`, calls `stage(held, snapshot)` and, if
-it returns, swaps the result in with one assignment (`routing.RoutingHolder`) and Acks; if it
+it returns, swaps the result in with one assignment (`holder.RoutingHolder`) and Acks; if it
 raises a `SnapshotRejected`, it keeps `held` and Nacks with the error's text.
 
 Why the shape: docs/discovery.md, "The proxy's side": "stage the new resource set, decode and
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy import errors
 from coxswain_proxy.dataplane import framing, tables
+from coxswain_proxy.discovery import failures
 from coxswain_routing import (
     HostRoutes,
     Resource,
@@ -69,7 +69,7 @@ def stage(held: RoutingState | None, snapshot: pb.Snapshot) -> RoutingState:
     # refuses a mismatch."
     if version != snapshot.version:
         kind = "full snapshot" if snapshot.full else "delta"
-        raise errors.VersionMismatch(
+        raise failures.VersionMismatch(
             f"{kind} claims version {snapshot.version!r} but its resources hash to {version!r}"
         )
     return RoutingState(
@@ -88,11 +88,11 @@ def _base(held: RoutingState | None, snapshot: pb.Snapshot) -> RoutingState:
         # docs/discovery.md, "Deltas": `removed` lists "the keys that disappeared"; a full
         # snapshot replaces everything, so a non-empty list there means a confused sender.
         if snapshot.removed:
-            raise errors.MalformedSnapshot("a full snapshot lists removed keys")
+            raise failures.MalformedSnapshot("a full snapshot lists removed keys")
         return _EMPTY
     # "everything else is unchanged from the version last acked": without one, no base.
     if held is None:
-        raise errors.DeltaWithoutBase("a delta arrived before any full snapshot was applied")
+        raise failures.DeltaWithoutBase("a delta arrived before any full snapshot was applied")
     return held
 
 
@@ -100,14 +100,14 @@ def _decode(messages: Iterable[pb.Resource]) -> dict[str, Resource]:
     decoded: dict[str, Resource] = {}
     for message in messages:
         if message.key in decoded:
-            raise errors.MalformedSnapshot(f"resource {message.key!r} appears twice")
+            raise failures.MalformedSnapshot(f"resource {message.key!r} appears twice")
         try:
             resource = from_wire(message)
         except UnsafeValue as exc:
             # It decodes, but holds a value no head may carry; the text names where.
-            raise errors.InvalidResource(str(exc)) from exc
+            raise failures.InvalidResource(str(exc)) from exc
         except WireError as exc:
-            raise errors.UndecodableResource(f"undecodable resource: {exc}") from exc
+            raise failures.UndecodableResource(f"undecodable resource: {exc}") from exc
         _validate(resource)
         decoded[message.key] = resource
     return decoded
@@ -120,7 +120,7 @@ def _validate(resource: Resource) -> None:
         problems = rule.validate()
         if problems:
             found = "; ".join(f"{p.field}: {p.message}" for p in problems)
-            raise errors.InvalidResource(f"resource {resource.key!r}, {rule.id}: {found}")
+            raise failures.InvalidResource(f"resource {resource.key!r}, {rule.id}: {found}")
 
 
 def _compiles(resources: Collection[Resource]) -> None:
@@ -131,10 +131,10 @@ def _compiles(resources: Collection[Resource]) -> None:
         compile_router(resources)
     except (re.error, ValueError, KeyError, TypeError) as exc:
         # A regular expression the matcher cannot compile, say: the model let it through.
-        raise errors.InvalidResource(f"the router could not be built: {exc}") from exc
+        raise failures.InvalidResource(f"the router could not be built: {exc}") from exc
     for resource in resources:
         if isinstance(resource, HostRoutes):
             try:
                 tables.check_routes(resource)
             except framing.UnsafeField as exc:
-                raise errors.InvalidResource(str(exc)) from exc
+                raise failures.InvalidResource(str(exc)) from exc

@@ -1,10 +1,11 @@
 """What the proxy reports as bound, for the NodeStatus the discovery client sends.
 
-Where it sits: the listener code (issue 7) binds and unbinds sockets and reports the result
-with `PortBinder.set_bound()`; the discovery client reads `current()` when a stream opens and
-`watch()`es for changes to send a fresh NodeStatus each time. docs/discovery.md: NodeStatus is
-sent "on open and on every bind change" and "replaces the previous report wholesale". Until the
-listeners exist, nothing calls `set_bound()` and the proxy reports no ports, which is true.
+Where it sits: after each snapshot is applied, the data plane's relay (`dataplane.wiring.Relay`)
+reports the ports its listeners then hold with `PortBinder.set_bound()`; the discovery client
+reads `current()` when a stream opens and `watch()`es for changes to send a fresh NodeStatus
+each time. docs/discovery.md: NodeStatus is sent "on open and on every bind change" and
+"replaces the previous report wholesale". Before the first snapshot no listener is bound and
+the proxy reports no ports, which is true.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ Unwatch = Callable[[], None]
 
 
 @dataclass(frozen=True, slots=True, order=True)
-class Bound:
+class ReportedPort:
     """One port the proxy has actually bound."""
 
     port: int
@@ -32,7 +33,7 @@ class Bound:
 class BoundPorts(Protocol):
     """The collaborator the discovery client reads bound ports from."""
 
-    def current(self) -> tuple[Bound, ...]: ...
+    def current(self) -> tuple[ReportedPort, ...]: ...
 
     def watch(self, callback: Callable[[], None]) -> Unwatch: ...
 
@@ -41,13 +42,13 @@ class PortBinder:
     """The record of bound ports; `set_bound()` notifies every watcher when it changes."""
 
     def __init__(self) -> None:
-        self._bound: tuple[Bound, ...] = ()
+        self._bound: tuple[ReportedPort, ...] = ()
         self._watchers: list[Callable[[], None]] = []
 
-    def current(self) -> tuple[Bound, ...]:
+    def current(self) -> tuple[ReportedPort, ...]:
         return self._bound
 
-    def set_bound(self, ports: Iterable[Bound]) -> None:
+    def set_bound(self, ports: Iterable[ReportedPort]) -> None:
         # "ordered by (port, protocol)" (discovery.proto, NodeStatus.bound).
         bound = tuple(sorted(set(ports)))
         if bound == self._bound:

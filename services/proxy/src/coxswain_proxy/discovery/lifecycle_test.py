@@ -6,8 +6,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from coxswain_proxy import endpoints, errors
-from coxswain_proxy.lifecycle import TRANSITIONS, Lifecycle, Phase, Verdict, classify
+from coxswain_proxy.discovery import endpoints, failures
+from coxswain_proxy.discovery.lifecycle import TRANSITIONS, Lifecycle, Phase, Verdict, classify
 
 Code = grpc.StatusCode
 
@@ -78,7 +78,7 @@ def test_endpoints_parse(text: str, parsed: list[tuple[str, int]]) -> None:
     ],
 )
 def test_bad_endpoints_are_refused(text: str) -> None:
-    with pytest.raises(errors.ConfigError):
+    with pytest.raises(failures.ConfigError):
         endpoints.parse(text)
 
 

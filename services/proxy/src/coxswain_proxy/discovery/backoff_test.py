@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from coxswain_proxy.backoff import Backoff
+from coxswain_proxy.discovery.backoff import Backoff
 
 
 def delays(rand: float, count: int, *, holding: bool = False) -> list[float]:

@@ -23,13 +23,13 @@ import grpc.aio
 
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
-from coxswain_proxy import endpoints, errors, metrics, ports
-from coxswain_proxy.backoff import Backoff, BackoffPolicy
-from coxswain_proxy.clock import Clock, SystemClock
-from coxswain_proxy.lifecycle import Lifecycle, Phase, Verdict, classify
-from coxswain_proxy.routing import RoutingHolder
-from coxswain_proxy.stream import StreamEnd, StreamSession
-from coxswain_proxy.svid import Svid, SvidIssuer
+from coxswain_proxy.discovery import endpoints, failures, metrics, ports
+from coxswain_proxy.discovery.backoff import Backoff, BackoffPolicy
+from coxswain_proxy.discovery.clock import Clock, SystemClock
+from coxswain_proxy.discovery.holder import RoutingHolder
+from coxswain_proxy.discovery.lifecycle import Lifecycle, Phase, Verdict, classify
+from coxswain_proxy.discovery.stream import StreamEnd, StreamSession
+from coxswain_proxy.discovery.svid import Svid, SvidIssuer
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class DiscoveryClient:
         self._lifecycle.enter(Phase.OBTAINING)
         try:
             obtained = await self._issuer.obtain()
-        except errors.CredentialsError as exc:
+        except failures.CredentialsError as exc:
             log.warning("could not obtain an SVID", extra={"fields": {"reason": str(exc)}})
             return None
         self._adopt(obtained)
@@ -189,7 +189,7 @@ class DiscoveryClient:
         while True:
             try:
                 return await self._issuer.obtain()
-            except errors.CredentialsError as exc:
+            except failures.CredentialsError as exc:
                 log.warning("SVID renewal failed", extra={"fields": {"reason": str(exc)}})
                 await self._clock.sleep(retry.next_delay(holding=True))
 

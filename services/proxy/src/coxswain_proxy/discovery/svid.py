@@ -29,8 +29,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from coxswain_proto import identity, rpc
-from coxswain_proxy import endpoints, errors
-from coxswain_proxy.clock import Clock, SystemClock
+from coxswain_proxy.discovery import endpoints, failures
+from coxswain_proxy.discovery.clock import Clock, SystemClock
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ class SvidIssuer:
         endpoint = self._rotation.current
         try:
             response = await _issue(endpoint, request, bundle_pem, self._config)
-        except errors.IssuanceFailed:
+        except failures.IssuanceFailed:
             self._rotation.advance()
             raise
         return verify(response.certificate_chain_pem, key, bundle_pem, bundle, self._clock.now())
@@ -85,7 +85,7 @@ class SvidIssuer:
         """The mounted bundle as it is now (it may have gained a CA), else `fallback`."""
         try:
             return read_bundle(self._config.trust_bundle_path)[0]
-        except errors.TrustBundleUnreadable:
+        except failures.TrustBundleUnreadable:
             return fallback
 
 
@@ -93,9 +93,9 @@ def read_token(path: Path) -> str:
     try:
         token = path.read_text().strip()
     except OSError as exc:
-        raise errors.TokenUnreadable(f"token {path}: {exc.strerror or exc}") from exc
+        raise failures.TokenUnreadable(f"token {path}: {exc.strerror or exc}") from exc
     if not token:
-        raise errors.TokenUnreadable(f"token {path} is empty")
+        raise failures.TokenUnreadable(f"token {path} is empty")
     return token
 
 
@@ -104,9 +104,9 @@ def read_bundle(path: Path) -> tuple[bytes, list[x509.Certificate]]:
         pem = path.read_bytes()
         certificates = x509.load_pem_x509_certificates(pem)
     except OSError as exc:
-        raise errors.TrustBundleUnreadable(f"trust bundle {path}: {exc.strerror or exc}") from exc
+        raise failures.TrustBundleUnreadable(f"trust bundle {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:
-        raise errors.TrustBundleUnreadable(f"trust bundle {path}: {exc}") from exc
+        raise failures.TrustBundleUnreadable(f"trust bundle {path}: {exc}") from exc
     return pem, certificates
 
 
@@ -132,7 +132,7 @@ async def _issue(
             response = await rpc.issue_svid(channel)(request, timeout=config.timeout)
         except grpc.aio.AioRpcError as exc:
             detail = f"IssueSvid on {endpoint}: {exc.code().name}: {exc.details()}"
-            raise errors.IssuanceFailed(detail) from exc
+            raise failures.IssuanceFailed(detail) from exc
     assert isinstance(response, identity.IssueSvidResponse)
     return response
 
@@ -148,10 +148,10 @@ def verify(
     try:
         chain = x509.load_pem_x509_certificates(chain_pem)
     except ValueError as exc:
-        raise errors.SvidRejected(f"the returned chain does not parse: {exc}") from exc
+        raise failures.SvidRejected(f"the returned chain does not parse: {exc}") from exc
     leaf, intermediates = chain[0], chain[1:]
     if _public_der(leaf.public_key()) != _public_der(key.public_key()):
-        raise errors.SvidRejected("the returned certificate is not for the key this proxy sent")
+        raise failures.SvidRejected("the returned certificate is not for the key this proxy sent")
     spiffe_id = _spiffe_id(leaf)
     _chain_to_bundle(leaf, intermediates, bundle, now)
     key_pem = key.private_bytes(
@@ -181,10 +181,10 @@ def _spiffe_id(leaf: x509.Certificate) -> str:
     try:
         san = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound as exc:
-        raise errors.SvidRejected("the returned certificate has no SAN") from exc
+        raise failures.SvidRejected("the returned certificate has no SAN") from exc
     uris = san.get_values_for_type(x509.UniformResourceIdentifier)
     if len(uris) != 1 or not uris[0].startswith("spiffe://"):
-        raise errors.SvidRejected(f"the returned certificate needs one spiffe:// URI SAN: {uris}")
+        raise failures.SvidRejected(f"the returned certificate needs one spiffe:// URI SAN: {uris}")
     return uris[0]
 
 
@@ -206,7 +206,7 @@ def _chain_to_bundle(
         if parent is None:
             break
         current = parent
-    raise errors.SvidRejected("the returned certificate does not chain to the trust bundle")
+    raise failures.SvidRejected("the returned certificate does not chain to the trust bundle")
 
 
 def _issued_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
@@ -229,4 +229,4 @@ def _check_window(certificate: x509.Certificate, now: float) -> None:
     end = certificate.not_valid_after_utc.timestamp()
     if not start <= now <= end:
         subject = certificate.subject.rfc4514_string() or "(no subject)"
-        raise errors.SvidRejected(f"certificate {subject} is not valid now")
+        raise failures.SvidRejected(f"certificate {subject} is not valid now")

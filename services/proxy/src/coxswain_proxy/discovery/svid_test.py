@@ -16,8 +16,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from coxswain_devkit.pki import CertificateAuthority
-from coxswain_proxy import errors, svid, testkit
+from coxswain_proxy import testkit
 from coxswain_proxy.conftest import Trust, issuer_for
+from coxswain_proxy.discovery import failures, svid
 
 
 async def start(trust: Trust, servers: list[grpc.aio.Server], **kw: object) -> testkit.Identity:
@@ -47,7 +48,7 @@ async def test_refuses_an_svid_that_does_not_chain_to_the_bundle(
     trust: Trust, servers: list[grpc.aio.Server]
 ) -> None:
     rogue = await start(trust, servers, signer=CertificateAuthority.create("rogue"))
-    with pytest.raises(errors.SvidRejected, match="does not chain"):
+    with pytest.raises(failures.SvidRejected, match="does not chain"):
         await issuer_for(trust, rogue.port, svid.SystemClock()).obtain()
 
 
@@ -55,7 +56,7 @@ async def test_refuses_an_svid_without_a_spiffe_id(
     trust: Trust, servers: list[grpc.aio.Server]
 ) -> None:
     odd = await start(trust, servers, signer=trust.ca, spiffe="https://example.com/proxy")
-    with pytest.raises(errors.SvidRejected, match="spiffe://"):
+    with pytest.raises(failures.SvidRejected, match="spiffe://"):
         await issuer_for(trust, odd.port, svid.SystemClock()).obtain()
 
 
@@ -64,7 +65,7 @@ async def test_refuses_an_identity_server_the_bundle_does_not_vouch_for(
 ) -> None:
     other = CertificateAuthority.create("other")
     impostor = await start(trust, servers, signer=trust.ca, serving_ca=other)
-    with pytest.raises(errors.IssuanceFailed, match="UNAVAILABLE"):
+    with pytest.raises(failures.IssuanceFailed, match="UNAVAILABLE"):
         await issuer_for(trust, impostor.port, svid.SystemClock()).obtain()
     assert impostor.issued == []
 
@@ -73,13 +74,13 @@ async def test_a_refused_token_is_an_issuance_failure(
     trust: Trust, identity: testkit.Identity
 ) -> None:
     trust.token_path.write_text("someone else's token")
-    with pytest.raises(errors.IssuanceFailed, match="UNAUTHENTICATED"):
+    with pytest.raises(failures.IssuanceFailed, match="UNAUTHENTICATED"):
         await issuer_for(trust, identity.port, svid.SystemClock()).obtain()
 
 
 async def test_a_missing_token_is_named(trust: Trust, identity: testkit.Identity) -> None:
     trust.token_path.unlink()
-    with pytest.raises(errors.TokenUnreadable, match=str(trust.token_path)):
+    with pytest.raises(failures.TokenUnreadable, match=str(trust.token_path)):
         await issuer_for(trust, identity.port, svid.SystemClock()).obtain()
 
 
@@ -87,7 +88,7 @@ def test_refuses_a_certificate_issued_for_another_key(trust: Trust) -> None:
     key, _ = svid.new_key_and_csr()
     someone_else = trust.ca.issue(uris=[testkit.PROXY_ID])
     bundle = [trust.ca.certificate]
-    with pytest.raises(errors.SvidRejected, match="not for the key"):
+    with pytest.raises(failures.SvidRejected, match="not for the key"):
         svid.verify(someone_else.chain_pem, key, trust.ca.certificate_pem, bundle, time.time())
 
 
@@ -97,5 +98,5 @@ def test_refuses_an_expired_certificate(trust: Trust) -> None:
     leaf = identity._sign(key.public_key())
     pem = leaf.public_bytes(serialization.Encoding.PEM)
     later = time.time() + 3600
-    with pytest.raises(errors.SvidRejected, match="not valid now"):
+    with pytest.raises(failures.SvidRejected, match="not valid now"):
         svid.verify(pem, key, trust.ca.certificate_pem, [trust.ca.certificate], later)

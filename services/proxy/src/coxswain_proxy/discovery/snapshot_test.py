@@ -17,8 +17,8 @@ import hashlib
 import pytest
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy import errors
-from coxswain_proxy.snapshot import RoutingState, stage
+from coxswain_proxy.discovery import failures
+from coxswain_proxy.discovery.snapshot import RoutingState, stage
 from coxswain_proxy.testkit import answers, delta, full, routes
 from coxswain_routing import (
     Backend,
@@ -75,7 +75,7 @@ def test_staging_never_changes_the_held_state() -> None:
     before = held()
     keys, version = set(before.resources), before.version
     stage(before, delta([A, C], changed=[C], removed=[B.key]))
-    with pytest.raises(errors.VersionMismatch):
+    with pytest.raises(failures.VersionMismatch):
         stage(before, delta([A], changed=[C]))
     assert (set(before.resources), before.version) == (keys, version)
     assert answers(before, "b.example.com")
@@ -86,7 +86,7 @@ def test_a_delta_carrying_a_route_that_cannot_be_built_is_refused_whole() -> Non
     match = Match(PathMatch(PathType.REGULAR_EXPRESSION, "/(unclosed"))
     rule = Rule(RouteId(1, "default", "a"), matches=(match,), backends=(Backend(),))
     broken = HostRoutes(A.table, A.bind_port, A.host, (rule,))
-    with pytest.raises(errors.InvalidResource, match="regular expression"):
+    with pytest.raises(failures.InvalidResource, match="regular expression"):
         stage(before, delta([broken, B, C], changed=[C, broken]))
     assert answers(before, "a.example.com") and not answers(before, "c.example.com")
 
@@ -134,28 +134,28 @@ def full_with_removed() -> pb.Snapshot:
 @pytest.mark.parametrize(
     ("snapshot", "error", "detail"),
     [
-        pytest.param(bodyless(), errors.UndecodableResource, "routes/unknown", id="unknown-body"),
-        pytest.param(mislabelled(), errors.UndecodableResource, "does not match", id="key-body"),
-        pytest.param(invalid_rule(), errors.InvalidResource, "retry.attempts", id="validation"),
-        pytest.param(bad_regex(), errors.InvalidResource, "regular expression", id="bad-regex"),
-        pytest.param(duplicated(), errors.MalformedSnapshot, "appears twice", id="duplicate-key"),
-        pytest.param(full_with_removed(), errors.MalformedSnapshot, "removed", id="full-removed"),
+        pytest.param(bodyless(), failures.UndecodableResource, "routes/unknown", id="unknown-body"),
+        pytest.param(mislabelled(), failures.UndecodableResource, "does not match", id="key-body"),
+        pytest.param(invalid_rule(), failures.InvalidResource, "retry.attempts", id="validation"),
+        pytest.param(bad_regex(), failures.InvalidResource, "regular expression", id="bad-regex"),
+        pytest.param(duplicated(), failures.MalformedSnapshot, "appears twice", id="duplicate-key"),
+        pytest.param(full_with_removed(), failures.MalformedSnapshot, "removed", id="full-removed"),
         pytest.param(
             delta([A, B], changed=[B], nonce="x"),
-            errors.DeltaWithoutBase,
+            failures.DeltaWithoutBase,
             "delta",
             id="delta-without-base",
         ),
         pytest.param(
             full([A], nonce="x").__class__(version="v", full=True),
-            errors.VersionMismatch,
+            failures.VersionMismatch,
             "hash to",
             id="version-mismatch",
         ),
     ],
 )
 def test_refusals_are_named(
-    snapshot: pb.Snapshot, error: type[errors.SnapshotRejected], detail: str
+    snapshot: pb.Snapshot, error: type[failures.SnapshotRejected], detail: str
 ) -> None:
     with pytest.raises(error, match=detail):
         stage(None, snapshot)
@@ -163,13 +163,13 @@ def test_refusals_are_named(
 
 def test_every_refusal_is_a_snapshot_rejection() -> None:
     for error in (
-        errors.UndecodableResource,
-        errors.InvalidResource,
-        errors.MalformedSnapshot,
-        errors.DeltaWithoutBase,
-        errors.VersionMismatch,
+        failures.UndecodableResource,
+        failures.InvalidResource,
+        failures.MalformedSnapshot,
+        failures.DeltaWithoutBase,
+        failures.VersionMismatch,
     ):
-        assert issubclass(error, errors.SnapshotRejected)
+        assert issubclass(error, failures.SnapshotRejected)
 
 
 # ------------------------------------------------------------- hand-made unsafe snapshots
@@ -196,7 +196,7 @@ INJECTED = pb.HeaderModifier(set=[pb.Header(name="x-env", value="a\r\nX-Injected
 
 def test_a_hand_made_snapshot_with_an_unsafe_value_is_refused_naming_it() -> None:
     before = held()
-    with pytest.raises(errors.InvalidResource) as refused:
+    with pytest.raises(failures.InvalidResource) as refused:
         stage(before, hand_made(INJECTED))
     detail = str(refused.value)
     assert f"resource {HAND_MADE_KEY!r}" in detail and "HTTPRoute team/web rule 0" in detail
@@ -224,6 +224,6 @@ def test_the_data_planes_check_refuses_what_the_models_let_through(
     # A bug in coxswain_routing, simulated: neither from_wire nor validate() finds anything.
     monkeypatch.setattr(Rule, "value_problems", lambda self: [])
     monkeypatch.setattr(Rule, "validate", lambda self: [])
-    with pytest.raises(errors.InvalidResource, match=detail) as refused:
+    with pytest.raises(failures.InvalidResource, match=detail) as refused:
         stage(held(), hand_made(modifier))
     assert f"resource {HAND_MADE_KEY!r}, HTTPRoute team/web rule 0" in str(refused.value)

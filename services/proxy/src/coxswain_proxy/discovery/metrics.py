@@ -1,7 +1,8 @@
 """The discovery client's Prometheus metrics, registered once on import.
 
-Kept apart from the client so the request path and the admin server can import them without
-pulling in grpc, and so each is declared (and documented) in one place.
+Where it sits: `client` and `stream` set them as streams open, deliver and end; the admin
+server exports them with the rest of the process's registry. Declared (and documented) here, in
+one place; the data plane's own metrics are built at scrape time (`dataplane.collector`).
 """
 
 from __future__ import annotations
