@@ -18,10 +18,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coxswain_proxy.dataplane import mirror, outbox, tables
+from coxswain_proxy.dataplane import tables
+from coxswain_proxy.dataplane.http import outbox
 from coxswain_proxy.dataplane.listeners import Listeners
 from coxswain_proxy.dataplane.runtime import Config, Runtime
-from coxswain_proxy.dataplane.upstream import Connector
+from coxswain_proxy.dataplane.upstream import mirror
+from coxswain_proxy.dataplane.upstream.connection import Connector
 from coxswain_service import tasks
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coxswain_proxy.dataplane import handshake, tls
-from coxswain_proxy.dataplane.http11 import HttpConnection
+from coxswain_proxy.dataplane.http.http11 import HttpConnection
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.tables import PortInfo
 

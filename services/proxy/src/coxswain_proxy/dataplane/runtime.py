@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from coxswain_proxy.dataplane import stats
-from coxswain_proxy.dataplane.pool import Limits
+from coxswain_proxy.dataplane.upstream.pool import Limits
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.outbox import Outbox
+    from coxswain_proxy.dataplane.http.outbox import Outbox
     from coxswain_proxy.dataplane.tables import Tables
-    from coxswain_proxy.dataplane.upstream import Connector
+    from coxswain_proxy.dataplane.upstream.connection import Connector
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Request-path counters kept as plain numbers, turned into Prometheus metrics only when scraped.
 
 Where it sits: the request path calls `Stats.request()` and `Stats.upstream_latency()` (a dict
-increment and a bisect: no locks, no label lookups); `metrics.Collector` reads them at scrape
+increment and a bisect: no locks, no label lookups); `collector.Collector` reads them at scrape
 time, and in multi-worker mode each worker ships `snapshot()` to the parent, which `merge()`s.
 Label sets are bounded: a route label is the route's kind/namespace/name (only routes in the
 snapshot exist), a status is its class, a client timeout's kind one of `TIMEOUT_KINDS`.

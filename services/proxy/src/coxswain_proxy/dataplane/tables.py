@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from coxswain_proxy import gcpause
-from coxswain_proxy.dataplane import framing, tls, upstream_tls
-from coxswain_proxy.dataplane.endpoints import H2C, EndpointPicker
+from coxswain_proxy.dataplane import framing, tls
+from coxswain_proxy.dataplane.upstream import backend_tls as upstream_tls
+from coxswain_proxy.dataplane.upstream.picker import H2C, EndpointPicker
 from coxswain_routing import (
     Backend,
     BackendProtocol,

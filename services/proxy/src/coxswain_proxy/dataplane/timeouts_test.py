@@ -27,11 +27,11 @@ from collections.abc import AsyncIterator, Callable
 from prometheus_client import CollectorRegistry, generate_latest
 
 from coxswain_devkit.pki import CertificateAuthority
-from coxswain_proxy.dataplane import metrics
+from coxswain_proxy.dataplane import collector
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.core import Dataplane
 from coxswain_proxy.dataplane.handshake import Handshake
-from coxswain_proxy.dataplane.http11 import HttpConnection
+from coxswain_proxy.dataplane.http.http11 import HttpConnection
 from coxswain_proxy.dataplane.runtime import Config
 from coxswain_proxy.dataplane.stats import TIMEOUT_KINDS, Stats
 from coxswain_routing import ListenerProtocol, TlsCertificate, TlsStore
@@ -192,7 +192,7 @@ async def until(predicate: Callable[[], bool]) -> None:
 def counted(plane: Dataplane) -> dict[str, float | None]:
     """`coxswain_proxy_client_timeouts_total` by kind, as scraped."""
     registry = CollectorRegistry()
-    registry.register(metrics.Collector(lambda: plane.rt.stats, lambda: 0.0))  # type: ignore[union-attr]
+    registry.register(collector.Collector(lambda: plane.rt.stats, lambda: 0.0))  # type: ignore[union-attr]
     name = "coxswain_proxy_client_timeouts_total"
     return {kind: registry.get_sample_value(name, {"kind": kind}) for kind in TIMEOUT_KINDS}
 
@@ -402,7 +402,7 @@ def test_worker_counts_merge_and_every_kind_is_exported() -> None:
     second.client_timeout("handshake")
     merged = Stats.merged([first.snapshot(), second.snapshot()])
     registry = CollectorRegistry()
-    registry.register(metrics.Collector(lambda: merged, lambda: 0.0))
+    registry.register(collector.Collector(lambda: merged, lambda: 0.0))
     text = generate_latest(registry).decode()
     assert 'coxswain_proxy_client_timeouts_total{kind="head"} 2.0' in text
     assert 'coxswain_proxy_client_timeouts_total{kind="handshake"} 1.0' in text

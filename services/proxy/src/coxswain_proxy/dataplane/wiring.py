@@ -3,9 +3,10 @@
 Where it sits: between the discovery client's `discovery.holder.RoutingHolder` and the data
 plane. The cli calls `add_arguments(serve_parser)` when building its parser and `await
 start(args, holder, binder)` in `serve` (before the discovery client starts, since workers are
-forked), then `await running.close()` on SIGTERM. Every swap the holder announces is applied to the data
-plane (in-process, or relayed to each worker); the ports then bound are reported through
-`discovery.ports.PortBinder.set_bound`, which makes the discovery client send a NodeStatus.
+forked), then `await running.close()` on SIGTERM. Every swap the holder announces is applied
+to the data plane (in-process, or relayed to each worker); the ports then bound are reported
+through `discovery.ports.PortBinder.set_bound`, which makes the discovery client send a
+NodeStatus.
 
 The stream commits each snapshot through `RoutingHolder.commit`, which awaits `Relay.apply`:
 the Ack goes out only after every worker has swapped and the ports are bound (spec 000).
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from prometheus_client import REGISTRY
 
 from coxswain_proto import discovery as pb
-from coxswain_proxy.dataplane import metrics
+from coxswain_proxy.dataplane import collector
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.runtime import Config
 from coxswain_proxy.dataplane.stats import Stats
@@ -174,7 +175,7 @@ async def start(
         rt = plane.rt
         assert rt is not None
         relay.stats = rt.stats
-    REGISTRY.register(metrics.Collector(lambda: relay.stats, lambda: relay.applied_at))
+    REGISTRY.register(collector.Collector(lambda: relay.stats, lambda: relay.applied_at))
     holder.on_apply(relay.apply)
     if holder.state is not None:
         await relay.apply(holder.state)

@@ -208,7 +208,9 @@ async def test_node_status_is_sent_on_open_and_after_every_bind_change(
     await stream.expect("ack")
 
     http = pb.ListenerProtocol.HTTP
-    proxy.binder.set_bound([ReportedPort(8443, pb.ListenerProtocol.HTTPS), ReportedPort(8080, http)])
+    proxy.binder.set_bound(
+        [ReportedPort(8443, pb.ListenerProtocol.HTTPS), ReportedPort(8080, http)]
+    )
     status = await stream.expect("node_status")
 
     assert [(b.port, b.protocol) for b in status.bound] == [

@@ -25,11 +25,12 @@ import h2.events
 import h2.exceptions
 import httptools
 
-from coxswain_proxy.dataplane import errors, flow, heads
-from coxswain_proxy.dataplane.endpoints import Origin
+from coxswain_proxy.dataplane import errors
+from coxswain_proxy.dataplane.http import flow, heads
+from coxswain_proxy.dataplane.upstream.picker import Origin
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.upstream import Bound, Connector
+    from coxswain_proxy.dataplane.upstream.connection import Bound, Connector
 
 # RFC 9113 §8.2.2: fields that only mean something to one HTTP/1.1 connection.
 _CONNECTION_SPECIFIC = frozenset(

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import httptools
 
-from coxswain_proxy.dataplane import errors, flow, heads
-from coxswain_proxy.dataplane.endpoints import Origin, is_h2c, tls_arguments
-from coxswain_proxy.dataplane.h2c import H2cConnection
-from coxswain_proxy.dataplane.outbox import Outbox
-from coxswain_proxy.dataplane.pool import Limits, Pool
+from coxswain_proxy.dataplane import errors
+from coxswain_proxy.dataplane.http import flow, heads
+from coxswain_proxy.dataplane.http.outbox import Outbox
+from coxswain_proxy.dataplane.upstream.h2c import H2cConnection
+from coxswain_proxy.dataplane.upstream.picker import Origin, is_h2c, tls_arguments
+from coxswain_proxy.dataplane.upstream.pool import Limits, Pool
 
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.runtime import Config

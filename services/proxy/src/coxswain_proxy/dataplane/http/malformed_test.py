@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from coxswain_proxy.dataplane import recording
 from coxswain_proxy.dataplane import testing as t
+from coxswain_proxy.dataplane.http import recording
 
 GOOD = b"GET /ok HTTP/1.1\r\nHost: example.com\r\n\r\n"
 

@@ -19,14 +19,15 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from coxswain_proxy.dataplane import errors, flow, heads, responses
+from coxswain_proxy.dataplane import errors
+from coxswain_proxy.dataplane.http import flow, heads, responses
 from coxswain_proxy.dataplane.stats import NO_ROUTE
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.endpoints import EndpointPicker, Origin
-    from coxswain_proxy.dataplane.http11 import HttpConnection
+    from coxswain_proxy.dataplane.http.http11 import HttpConnection
     from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan
-    from coxswain_proxy.dataplane.upstream import UpstreamConnection
+    from coxswain_proxy.dataplane.upstream.connection import UpstreamConnection
+    from coxswain_proxy.dataplane.upstream.picker import EndpointPicker, Origin
 
 # RFC 9110 §9.2.2: methods whose repetition has the same effect: the only ones retried.
 IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"PUT", b"DELETE", b"TRACE"})

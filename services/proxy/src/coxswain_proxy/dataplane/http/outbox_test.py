@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from coxswain_proxy.dataplane.outbox import Outbox
+from coxswain_proxy.dataplane.http.outbox import Outbox
 
 
 class _Transport:

@@ -23,10 +23,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from coxswain_proxy.dataplane import errors, flow, heads, mirror, responses, targets
-from coxswain_proxy.dataplane.attempts import HTTP10, IDEMPOTENT, Attempts
+from coxswain_proxy.dataplane import errors
+from coxswain_proxy.dataplane.http import flow, heads, responses, targets
+from coxswain_proxy.dataplane.http.attempts import HTTP10, IDEMPOTENT, Attempts
 from coxswain_proxy.dataplane.stats import NO_ROUTE
 from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, Tables, apply_plan
+from coxswain_proxy.dataplane.upstream import mirror
 from coxswain_routing import (
     RequestTarget,
     is_preflight,

@@ -18,8 +18,8 @@ import re
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from coxswain_proxy.dataplane import recording
 from coxswain_proxy.dataplane import testing as t
+from coxswain_proxy.dataplane.http import recording
 
 _TOKEN = st.text("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
                  min_size=1, max_size=8).map(str.encode)  # fmt: skip

@@ -13,7 +13,7 @@ import asyncio
 import pytest
 
 from coxswain_proxy.dataplane import testing as t
-from coxswain_proxy.dataplane.recording import GET2, H, kept, until_closed
+from coxswain_proxy.dataplane.http.recording import GET2, H, kept, until_closed
 
 # ------------------------------------------------------------------------------ upgrade
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coxswain_proxy.dataplane.upstream_tls import TlsClient
+from coxswain_proxy.dataplane.upstream.backend_tls import TlsClient
 from coxswain_routing import Endpoint, EndpointSet
 
 

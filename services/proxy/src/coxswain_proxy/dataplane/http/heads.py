@@ -25,7 +25,7 @@ a second pass over what was kept.
 
 from __future__ import annotations
 
-from coxswain_proxy.dataplane import responses
+from coxswain_proxy.dataplane.http import responses
 from coxswain_proxy.dataplane.tables import BytesPlan, apply_plan
 
 Headers = list[tuple[bytes, bytes]]

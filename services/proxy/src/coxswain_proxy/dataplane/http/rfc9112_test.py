@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from coxswain_proxy.dataplane import recording
 from coxswain_proxy.dataplane import testing as t
-from coxswain_proxy.dataplane.recording import GET2, H, kept, until_closed
+from coxswain_proxy.dataplane.http import recording
+from coxswain_proxy.dataplane.http.recording import GET2, H, kept, until_closed
 from coxswain_proxy.dataplane.runtime import Config
 from coxswain_routing import RequestHeaderModifier
 

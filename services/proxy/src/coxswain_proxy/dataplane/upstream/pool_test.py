@@ -5,7 +5,7 @@ Leaves out the I/O (connecting, closing), which `upstream` does and the end-to-e
 
 from __future__ import annotations
 
-from coxswain_proxy.dataplane.pool import Limits, Pool
+from coxswain_proxy.dataplane.upstream.pool import Limits, Pool
 
 A = ("10.0.0.1", 80)
 B = ("10.0.0.2", 80)

@@ -13,9 +13,9 @@ import re
 
 import pytest
 
-from coxswain_proxy.dataplane import recording
 from coxswain_proxy.dataplane import testing as t
-from coxswain_proxy.dataplane.recording import GET2, H, kept, until_closed
+from coxswain_proxy.dataplane.http import recording
+from coxswain_proxy.dataplane.http.recording import GET2, H, kept, until_closed
 
 
 def answer(data: bytes) -> recording.Respond:

@@ -28,16 +28,8 @@ from typing import cast
 
 import httptools
 
-from coxswain_proxy.dataplane import (
-    attempts,
-    errors,
-    flow,
-    forward,
-    headchecks,
-    heads,
-    responses,
-    stats,
-)
+from coxswain_proxy.dataplane import errors, stats
+from coxswain_proxy.dataplane.http import attempts, flow, forward, headchecks, heads, responses
 from coxswain_proxy.dataplane.runtime import Runtime
 
 log = logging.getLogger(__name__)

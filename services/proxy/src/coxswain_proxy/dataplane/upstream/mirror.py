@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import cast
 
-from coxswain_proxy.dataplane.endpoints import Origin, tls_arguments
+from coxswain_proxy.dataplane.upstream.picker import Origin, tls_arguments
 
 log = logging.getLogger(__name__)
 
