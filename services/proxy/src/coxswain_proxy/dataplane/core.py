@@ -23,7 +23,7 @@ from coxswain_proxy.dataplane.http import outbox
 from coxswain_proxy.dataplane.listeners import Listeners
 from coxswain_proxy.dataplane.runtime import Config, Runtime
 from coxswain_proxy.dataplane.upstream import mirror
-from coxswain_proxy.dataplane.upstream.connection import Connector
+from coxswain_proxy.dataplane.upstream.connector import PooledConnector
 from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
@@ -63,10 +63,13 @@ class Dataplane:
         self.listeners: Listeners | None = None
         self.applied_at = 0.0  # time.time() of the last swap
         self._sweeper: asyncio.Task[None] | None = None
+        self._connector: PooledConnector | None = None
 
     async def start(self) -> Dataplane:
-        connector = Connector(self.options.config, outbox.Outbox(asyncio.get_running_loop()))
-        self.rt = Runtime(self.options.config, connector)
+        config = self.options.config
+        sink = outbox.Outbox(asyncio.get_running_loop())
+        self._connector = PooledConnector(config, sink)
+        self.rt = Runtime(config, self._connector, sink)
         self.listeners = Listeners(
             self.rt,
             address=self.options.address,
@@ -104,12 +107,12 @@ class Dataplane:
         )
 
     async def _sweep(self) -> None:
-        assert self.rt is not None
-        rt = self.rt
+        assert self.rt is not None and self._connector is not None
+        rt, connector = self.rt, self._connector
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
             self.sweep(rt.loop.time())
-            rt.connector.sweep()
+            connector.sweep()
 
     def sweep(self, now: float) -> None:
         """End the client connections too slow or idle at loop time `now` (the sweeper's
@@ -138,10 +141,11 @@ class Dataplane:
                 async with asyncio.timeout(grace):
                     await rt.idle.wait()
         for conn in list(rt.connections):
-            conn.close()  # type: ignore[attr-defined]
+            conn.close()
         if self._sweeper is not None:
             await tasks.cancel(self._sweeper)
-        await rt.connector.close()
+        if self._connector is not None:
+            await self._connector.close()
         await mirror.close()
         # Let the transports closed above run their connection_lost before the loop ends.
         await asyncio.sleep(0)

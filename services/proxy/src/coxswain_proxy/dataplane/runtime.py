@@ -1,23 +1,24 @@
 """Per-worker state every connection shares: the served tables, the upstream pool, the limits.
 
-Where it sits: one `Runtime` per worker process, created by `dataplane.Dataplane`. Connections
-keep a reference to it and read `runtime.tables` once per request: the snapshot swap is the
-single assignment `runtime.tables = new`, which needs no lock on one event loop.
+Where it sits: one `Runtime` per worker process, created by `core.Dataplane`. Client
+connections and their request cycles keep a reference to it and read `runtime.tables` once per
+request: the snapshot swap is the single assignment `runtime.tables = new`, which needs no lock
+on one event loop. The pool is held as what the request path needs of it
+(`contracts.Connector`); `core` keeps the `upstream.connector.PooledConnector` itself, to sweep
+and close it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from coxswain_proxy.dataplane import stats
+from coxswain_proxy.dataplane.contracts import Connector
+from coxswain_proxy.dataplane.http.outbox import Outbox
+from coxswain_proxy.dataplane.tables import Tables
 from coxswain_proxy.dataplane.upstream.pool import Limits
-
-if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.outbox import Outbox
-    from coxswain_proxy.dataplane.tables import Tables
-    from coxswain_proxy.dataplane.upstream.connection import Connector
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +38,13 @@ class Config:
 
 
 class Sweepable(Protocol):
+    """A client connection (`http.http11.HttpConnection`), as the sweep and a shutdown see it."""
+
     def sweep(self, now: float) -> None: ...
 
     def shutdown(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Handshaking(Protocol):
@@ -64,7 +69,7 @@ class Runtime:
         "outbox",
     )
 
-    def __init__(self, config: Config, connector: Connector) -> None:
+    def __init__(self, config: Config, connector: Connector, outbox: Outbox) -> None:
         self.config = config
         self.tables: Tables | None = None  # None until the first snapshot
         self.connector = connector
@@ -74,4 +79,4 @@ class Runtime:
         self.loop = asyncio.get_running_loop()
         self.draining = False  # shutting down: finish in-flight requests, keep no connection
         self.idle = asyncio.Event()  # set when draining and the last connection has closed
-        self.outbox: Outbox = connector.outbox  # every client and upstream write goes here
+        self.outbox = outbox  # every client and upstream write goes here

@@ -20,14 +20,14 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from coxswain_proxy.dataplane import errors
+from coxswain_proxy.dataplane.contracts import Upstream
 from coxswain_proxy.dataplane.http import flow, heads, responses
 from coxswain_proxy.dataplane.stats import NO_ROUTE
+from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan
+from coxswain_proxy.dataplane.upstream.picker import EndpointPicker, Origin
 
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.http.http11 import HttpConnection
-    from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan
-    from coxswain_proxy.dataplane.upstream.connection import UpstreamConnection
-    from coxswain_proxy.dataplane.upstream.picker import EndpointPicker, Origin
 
 # RFC 9110 §9.2.2: methods whose repetition has the same effect: the only ones retried.
 IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"PUT", b"DELETE", b"TRACE"})
@@ -77,7 +77,7 @@ class Attempts:
         self.bplan: BackendPlan | None = None
         self.picker: EndpointPicker | None = None
         self.origin: Origin | None = None
-        self.upstream: UpstreamConnection | None = None
+        self.upstream: Upstream | None = None
         self.head = b""
         self.chunked = False  # the client sent its body chunked: it goes upstream chunked
         self.body: list[bytes] = []  # request body not yet written upstream
@@ -127,7 +127,7 @@ class Attempts:
         if connection is not None:
             self.connected(connection)
 
-    def connected(self, connection: UpstreamConnection) -> None:
+    def connected(self, connection: Upstream) -> None:
         conn = self.conn
         if self.finished or self.upstream is not None:
             conn.rt.connector.release(connection)
@@ -143,7 +143,7 @@ class Attempts:
         if conn.gate.held:
             conn.gate.resume(flow.BODY_WAIT)
         if conn.write_paused:
-            connection.gate.pause(flow.PEER_FULL)
+            connection.pause_reading(flow.PEER_FULL)
 
     def connect_failed(self, exc: Exception) -> None:
         if not self.finished:
@@ -182,7 +182,7 @@ class Attempts:
         assert self.plan is not None and self.picker is not None and self.origin is not None
         self.discarding = False
         if self.upstream is not None:
-            self.upstream.exchange = None
+            self.upstream.cycle = None
             self.upstream.close()
             self.upstream = None
         assert self.replay is not None
@@ -211,7 +211,7 @@ class Attempts:
     def _fail(self, status: int, reason: str) -> None:
         self._cancel()
         if self.upstream is not None:
-            self.upstream.exchange = None
+            self.upstream.cycle = None
             self.upstream.close()
             self.upstream = None
         if self.response_started:
@@ -298,7 +298,7 @@ class Attempts:
             if keep_alive and self.request_done:
                 rt.connector.release(upstream)
             else:
-                upstream.exchange = None
+                upstream.cycle = None
                 upstream.close()
         if self.discarding:
             self._retry()
@@ -323,12 +323,12 @@ class Attempts:
         self.conn.outbox.flush()  # from here the tunnel writes directly: what is held goes first
         self._cancel()
         self.finished = True
-        upstream.exchange = None
+        upstream.cycle = None
         transport = self.conn.transport
         assert transport is not None
         upstream.tunnel = transport
         self.conn.become_tunnel(upstream.transport)
-        upstream.gate.resume(flow.PEER_FULL)
+        upstream.resume_reading(flow.PEER_FULL)
 
     def flush(self) -> None:
         out = self.out
@@ -342,11 +342,11 @@ class Attempts:
 
     def pause_upstream(self) -> None:
         if self.upstream is not None:
-            self.upstream.gate.pause(flow.PEER_FULL)
+            self.upstream.pause_reading(flow.PEER_FULL)
 
     def resume_upstream(self) -> None:
         if self.upstream is not None:
-            self.upstream.gate.resume(flow.PEER_FULL)
+            self.upstream.resume_reading(flow.PEER_FULL)
 
     def upstream_writable(self, writable: bool) -> None:
         if writable:
@@ -376,7 +376,7 @@ class Attempts:
         self._cancel()
         self.finished = True
         if self.upstream is not None:
-            self.upstream.exchange = None
+            self.upstream.cycle = None
             self.upstream.close()
             self.upstream = None
         elif self.origin is not None:

@@ -1,10 +1,11 @@
 """Cleartext HTTP/2 to backends whose Service port declares `appProtocol: kubernetes.io/h2c`.
 
-Where it sits: `upstream.Connector` opens an `H2cConnection` instead of an `UpstreamConnection`
-for an origin marked `endpoints.H2C`. To the exchange it is the same thing: bound to one exchange
-at a time, handed the request as the HTTP/1.1 bytes every exchange writes, and calling back
+Where it sits: the pool (`connector.PooledConnector`) opens an `H2cConnection` instead of an
+`connection.UpstreamConnection` for an origin marked `picker.H2C`. To the request cycle it is
+the same thing (`contracts.Upstream`, the shell `shell.UpstreamShell`): bound to one cycle at a
+time, handed the request as the HTTP/1.1 bytes every cycle writes, and calling back
 `response_head`, `response_body` and `response_complete`. The HTTP/1.1 request is re-parsed here
-(httptools) into one HTTP/2 stream: the exchange keeps a single request path, and h2c backends,
+(httptools) into one HTTP/2 stream: the cycle keeps a single request path, and h2c backends,
 which are the uncommon case, pay for the translation instead of every HTTP/1.1 request.
 
 Spec 003, "Backend references": such a backend is "spoken to in cleartext HTTP/2 by prior
@@ -17,7 +18,6 @@ Connection-specific fields are dropped (RFC 9113 §8.2.2) and the Host becomes `
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, cast
 
 import h2.config
 import h2.connection
@@ -26,11 +26,10 @@ import h2.exceptions
 import httptools
 
 from coxswain_proxy.dataplane import errors
-from coxswain_proxy.dataplane.http import flow, heads
+from coxswain_proxy.dataplane.contracts import Connector, UpstreamCallbacks
+from coxswain_proxy.dataplane.http import heads
 from coxswain_proxy.dataplane.upstream.picker import Origin
-
-if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.upstream.connection import Bound, Connector
+from coxswain_proxy.dataplane.upstream.shell import UpstreamShell
 
 # RFC 9113 §8.2.2: fields that only mean something to one HTTP/1.1 connection.
 _CONNECTION_SPECIFIC = frozenset(
@@ -42,36 +41,30 @@ _LAST_STREAM = 1 << 30
 _CONFIG = h2.config.H2Configuration(client_side=True, header_encoding=None)
 
 
-class H2cConnection(asyncio.Protocol):
+class H2cConnection(UpstreamShell):
     __slots__ = (
-        "connector", "origin", "transport", "gate", "exchange", "closed", "tunnel", "h2",
-        "parser", "url", "fields", "stream", "deferred", "outbound", "ending", "limit",
-        "goaway",
+        "h2", "parser", "url", "fields", "stream", "deferred", "outbound", "ending", "goaway",
     )  # fmt: skip
 
-    def __init__(self, connector: Connector, origin: Origin) -> None:
-        self.connector = connector
-        self.origin = origin
-        self.transport: asyncio.Transport | None = None
-        self.gate = flow.ReadGate()
-        self.exchange: Bound | None = None  # None while idle in the pool
-        self.closed = False
-        self.tunnel: asyncio.Transport | None = None  # never: an h2c stream is not tunneled
+    # A clean close is never the end of a response: a stream ends with END_STREAM, so the
+    # shell's default (502) stands. Its `tunnel` stays None: an h2c stream is not tunneled.
+
+    def __init__(self, connector: Connector, origin: Origin, limit: int) -> None:
+        super().__init__(connector, origin, limit)
         self.h2 = h2.connection.H2Connection(config=_CONFIG)
         self.parser = httptools.HttpRequestParser(self)
         self.url = b""
         self.fields: list[tuple[bytes, bytes]] = []
-        self.stream = 0  # the bound exchange's stream; 0 before its headers went out
+        self.stream = 0  # the bound cycle's stream; 0 before its headers went out
         self.deferred = False  # headers parsed, held to go out with END_STREAM if no body comes
         self.outbound = bytearray()  # request body waiting for flow-control window
         self.ending = False  # the request is complete: END_STREAM once `outbound` is sent
-        self.limit = connector.config.max_upstream_header_bytes
         self.goaway = False
 
-    def bind(self, exchange: Bound, head_only: bool) -> None:
+    def bind(self, cycle: UpstreamCallbacks, head_only: bool) -> None:
         # A HEAD response ends with its HEADERS frame's END_STREAM: nothing special to do.
         del head_only
-        self.exchange = exchange
+        self.cycle = cycle
         self.parser = httptools.HttpRequestParser(self)
         self.url = b""
         self.fields = []
@@ -83,12 +76,12 @@ class H2cConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ the request
 
     def write(self, data: bytes) -> None:
-        if self.closed or self.exchange is None:
+        if self.closed or self.cycle is None:
             return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            # Our own exchange wrote these bytes: failing here is a bug, answered as a 502.
+            # Our own cycle wrote these bytes: failing here is a bug, answered as a 502.
             self._fail(errors.BadGateway(f"request not expressible over h2c: {exc}"))
             return
         self._flush()
@@ -180,14 +173,14 @@ class H2cConnection(asyncio.Protocol):
             if self.closed:
                 return
         self._flush()
-        exchange = self.exchange
-        if exchange is not None:
-            exchange.flush()
+        cycle = self.cycle
+        if cycle is not None:
+            cycle.flush()
         elif self.goaway:
             self.close()  # idle, and the backend will take no new stream here
 
     def _event(self, event: h2.events.Event) -> None:
-        exchange = self.exchange
+        cycle = self.cycle
         stream = getattr(event, "stream_id", None)
         if isinstance(event, h2.events.WindowUpdated):
             if self.outbound or self.ending:
@@ -195,29 +188,29 @@ class H2cConnection(asyncio.Protocol):
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.goaway = True
             last = event.last_stream_id
-            if exchange is not None and (last is None or self.stream > last):
+            if cycle is not None and (last is None or self.stream > last):
                 # Not processed by the backend: safe to fail as a connect failure (retried).
                 self._fail(errors.UpstreamUnavailable("upstream sent GOAWAY"))
-        elif exchange is None or stream != self.stream or not stream:
+        elif cycle is None or stream != self.stream or not stream:
             return  # nothing bound, or a stream that is not ours (the server may push nothing)
         elif isinstance(
             event, (h2.events.ResponseReceived, h2.events.InformationalResponseReceived)
         ):
-            self._head(exchange, event.headers)
+            self._head(cycle, event.headers)
         elif isinstance(event, h2.events.DataReceived):
             # Acknowledged at once: backpressure on the client's side pauses this transport's
             # reading (the ReadGate), which holds the backend through TCP instead.
             self.h2.acknowledge_received_data(event.flow_controlled_length, stream)
             if event.data:
-                exchange.response_body(event.data)
+                cycle.response_body(event.data)
         elif isinstance(event, h2.events.StreamEnded):
             self.stream = 0
-            exchange.response_complete(not self.goaway and stream < _LAST_STREAM)
+            cycle.response_complete(not self.goaway and stream < _LAST_STREAM)
         elif isinstance(event, h2.events.StreamReset):
             self.stream = 0
             self._fail(errors.BadGateway(f"upstream reset the stream (code {event.error_code})"))
 
-    def _head(self, exchange: Bound, raw: list[tuple[bytes, bytes]] | None) -> None:
+    def _head(self, cycle: UpstreamCallbacks, raw: list[tuple[bytes, bytes]] | None) -> None:
         status = 0
         fields = heads.ResponseFields()
         size = 0
@@ -230,32 +223,14 @@ class H2cConnection(asyncio.Protocol):
         if size > self.limit:
             self._fail(errors.BadGateway("upstream response headers too large"))
             return
-        exchange.response_head(status, fields)
+        cycle.response_head(status, fields)
 
     # ------------------------------------------------------------------ the connection
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
-        self.gate.transport = self.transport
-        flow.limit_writes(self.transport)
+        super().connection_made(transport)
         self.h2.initiate_connection()
         self._flush()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        was_closed, self.closed = self.closed, True
-        if not was_closed:
-            self.connector.forget(self)  # type: ignore[arg-type]
-        exchange, self.exchange = self.exchange, None
-        if exchange is not None:
-            exchange.upstream_failed(errors.BadGateway("upstream connection closed"))
-
-    def pause_writing(self) -> None:
-        if self.exchange is not None:
-            self.exchange.upstream_writable(False)
-
-    def resume_writing(self) -> None:
-        if self.exchange is not None:
-            self.exchange.upstream_writable(True)
 
     def _flush(self) -> None:
         data = self.h2.data_to_send()
@@ -263,17 +238,10 @@ class H2cConnection(asyncio.Protocol):
             self.transport.write(data)
 
     def _fail(self, exc: errors.DataplaneError) -> None:
-        exchange, self.exchange = self.exchange, None
+        cycle, self.cycle = self.cycle, None
         self.close()
-        if exchange is not None:
-            exchange.upstream_failed(exc)
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.connector.forget(self)  # type: ignore[arg-type]
-            if self.transport is not None:
-                self.transport.close()
+        if cycle is not None:
+            cycle.upstream_failed(exc)
 
 
 __all__ = ["H2cConnection"]

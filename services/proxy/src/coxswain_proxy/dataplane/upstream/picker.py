@@ -1,8 +1,10 @@
 """Endpoint choice within one `EndpointSet`: round robin over the endpoints taking new requests.
 
 Where it sits: `tables.compile_tables` builds one `EndpointPicker` per `EndpointSet` resource
-(key `endpoints/<ns>/<svc>/<port>`, the key `Backend.endpoints` names); `forward` asks it for an
-origin once per attempt. A picker lives exactly as long as its snapshot.
+(key `endpoints/<ns>/<svc>/<port>`, the key `Backend.endpoints` names); the request cycle asks
+it for an origin once per attempt (`http.dispatch` for the first, `http.request_cycle` for a
+retry). A picker lives exactly as long as its snapshot. An `Origin` is what the pool
+(`connector`) dials and keys its connections by.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ H2C = H2c()
 # (address, port) as dialled, plus how to speak to it when plain HTTP/1.1 is not the answer:
 # TLS when a BackendTLSPolicy governs it, or cleartext HTTP/2. The third element keeps the two
 # kinds of connection to one address apart in the pool.
-Origin = tuple[str, int] | tuple[str, int, TlsClient] | tuple[str, int, H2c]
+Origin = tuple[str, int] | tuple[str, int, TlsClient | H2c]
 
 
 def takes_new_requests(endpoint: Endpoint) -> bool:
@@ -58,7 +60,7 @@ class EndpointPicker:
         self.origins: tuple[Origin, ...] = (
             tuple((e.address, e.port) for e in ready)
             if via is None
-            else tuple((e.address, e.port, via) for e in ready)  # type: ignore[misc]
+            else tuple((e.address, e.port, via) for e in ready)
         )
         self._next = 0
 
