@@ -1,6 +1,6 @@
 """Binding, rebinding and draining the HTTP/HTTPS ports a snapshot asks for.
 
-Where it sits: `dataplane.Dataplane.apply` calls `Listeners.sync(ports)` after each swap. A port
+Where it sits: `core.Dataplane.apply` calls `Listeners.sync(ports)` after each swap. A port
 already bound with the same protocol is left alone, so adding or removing one listener never
 disturbs another (issue 7, item 2). A removed port stops accepting at once and its open
 connections finish the request in flight, then close (they drain). A port that cannot be bound

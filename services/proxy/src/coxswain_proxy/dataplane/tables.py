@@ -1,8 +1,9 @@
 """What one snapshot compiles into for the request path: `Tables`, swapped in as one reference.
 
-Where it sits: `dataplane.Dataplane.apply` calls `compile_tables(resources, ...)` off the request
-path, then replaces `Dataplane.tables`. Each connection reads that attribute once per request
-and keeps the object for the request's lifetime, so a request never sees half a snapshot.
+Where it sits: `core.Dataplane.apply` calls `compile_tables(resources, ...)` off the event loop,
+then replaces `Runtime.tables` in one assignment. Each request reads that attribute once, when
+its turn comes (`http.dispatch.start`), and keeps the object for its lifetime, so a request
+never sees half a snapshot.
 
 Why the shape: everything a request needs that depends only on the snapshot is computed here
 once — per-rule header plans in bytes, rewrite and redirect filters, mirror samplers, CORS, the
@@ -31,7 +32,7 @@ from typing import Any, TypeVar
 
 from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import framing, tls
-from coxswain_proxy.dataplane.upstream import backend_tls as upstream_tls
+from coxswain_proxy.dataplane.upstream import backend_tls
 from coxswain_proxy.dataplane.upstream.picker import H2C, EndpointPicker
 from coxswain_routing import (
     Backend,
@@ -223,7 +224,7 @@ class Tables:
     # What these tables were compiled from, by key: the next compile reuses what it is handed
     # again, and holding them keeps every id() above valid.
     sources: dict[str, Resource] = field(default_factory=dict)
-    # The match memo (`forward`): (port, Host, method, request target) -> (outcome, path, query)
+    # The match memo (`http.dispatch`): (port, Host, method, target) -> (outcome, path, query)
     # for the requests these tables routed already. Routing is a function of those and of the
     # headers, so ports where some match tests headers keep no memo.
     memo: dict[tuple[int, bytes, bytes, bytes], tuple[Outcome, str, str]] = field(
@@ -340,7 +341,7 @@ def _own_pickers(
                 picker = before.get(id(backend))
             if picker is None:
                 # TLS first: an h2c backend a BackendTLSPolicy governs gets TLS (HTTP/1.1).
-                via = H2C if backend.tls is None else upstream_tls.client_for(backend.tls)
+                via = H2C if backend.tls is None else backend_tls.client_for(backend.tls)
                 picker = EndpointPicker(endpoint_set, via)
             pickers[id(backend)] = picker
     return pickers

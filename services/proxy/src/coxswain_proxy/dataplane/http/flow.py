@@ -1,11 +1,13 @@
 """Flow control between a client connection and its upstream: reading pauses while any reason holds.
 
-Where it sits: `http11.HttpConnection` and `upstream.UpstreamConnection` each own a `ReadGate` for
-their transport. The other side pauses it when its own write buffer passes the high-water mark
-(asyncio's `pause_writing`) and resumes it on `resume_writing`, so a fast sender never fills the
-proxy's memory with what a slow receiver has not taken. Several independent reasons can hold a
-connection's reading (a pipelined request waiting its turn, a full upstream buffer, a request
-body waiting for its upstream connection), so each is a bit and reading resumes when none is left.
+Where it sits: `http11.HttpConnection` and every upstream connection (`upstream.shell`) own a
+`ReadGate` for their transport; the request cycle between them pauses and resumes each through
+`contracts.Downstream` and `contracts.Upstream`. The other side pauses it when its own write buffer
+passes the high-water mark (asyncio's `pause_writing`) and resumes it on `resume_writing`, so a fast
+sender never fills the proxy's memory with what a slow receiver has not taken. Several independent
+reasons can hold a connection's reading (a pipelined request waiting its turn, a full upstream
+buffer, a request body waiting for its upstream connection), so each is a bit and reading resumes
+when none is left.
 """
 
 from __future__ import annotations

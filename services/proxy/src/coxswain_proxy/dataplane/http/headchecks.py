@@ -66,7 +66,7 @@ def check_codings(codings: bytes, version: str) -> None:
 def switches(method: bytes, version: str, headers: list[tuple[bytes, bytes]]) -> bool:
     """Whether a request llhttp stopped after as an upgrade really switches protocols.
 
-    CONNECT does not (forward refuses it); nor does HTTP/1.0 (RFC 9110 §7.8: "A server MUST
+    CONNECT does not (`dispatch` refuses it); nor does HTTP/1.0 (RFC 9110 §7.8: "A server MUST
     ignore an Upgrade header field that is received in an HTTP/1.0 request"). llhttp reads no
     body of any of them: what follows the head is handed on as the new protocol's bytes, or as
     the next request. Content there cannot be told from either, so a request with content is

@@ -1,7 +1,9 @@
 """Message heads as bytes: the request sent upstream and the response sent to the client.
 
-Where it sits: `forward.Exchange` calls these once per request and once per response. Pure
-functions over raw header lists, so the hop-by-hop and X-Forwarded rules are tested on bytes.
+Where it sits: `dispatch` builds the head sent upstream once per request, `request_cycle` the
+one sent to the client once per response, and `upstream.connection` sorts a response's fields
+as they arrive (`ResponseFields`). Pure functions over raw header lists, so the hop-by-hop and
+X-Forwarded rules are tested on bytes.
 
 RFC 9110 §7.6.1: "a proxy or gateway MUST parse a received Connection header field before a
 message is forwarded and, for each connection-option in this field, remove any header or trailer
@@ -29,6 +31,10 @@ from coxswain_proxy.dataplane.http import responses
 from coxswain_proxy.dataplane.tables import BytesPlan, apply_plan
 
 Headers = list[tuple[bytes, bytes]]
+
+# The HTTP-versions served, as llhttp spells them (RFC 9112 §2.3: only 1.0 and 1.1 are).
+HTTP10 = "1.0"
+HTTP11 = "1.1"
 
 CONNECTION = b"connection"
 HOST = b"host"
@@ -76,6 +82,13 @@ _NOT_OPTIONS = (b"close", b"keep-alive", b"", CONTENT_LENGTH, TRANSFER_ENCODING,
 # The Via line (RFC 9110 §7.6.3: received-protocol, then a pseudonym for this proxy), by the
 # version of the message received, and followed by what comes next in a request head.
 VIA_11 = b"via: 1.1 coxswain\r\n"
+# How a forwarded response head ends, by framing and connection; each starts with its Via, so
+# the line costs nothing of its own (`request_cycle` picks one per response).
+KEEP_ALIVE_10_END = VIA_11 + b"connection: keep-alive\r\n\r\n"
+CHUNKED_END = VIA_11 + responses.CHUNKED + b"\r\n"
+CHUNKED_CLOSE_END = VIA_11 + responses.CHUNKED + responses.CLOSE + b"\r\n"
+END = VIA_11 + b"\r\n"
+CLOSE_END = VIA_11 + responses.CLOSE + b"\r\n"
 VIA_10 = b"via: 1.0 coxswain\r\n"
 _VIA_XFF = VIA_11 + b"x-forwarded-for: "
 _VIA10_XFF = VIA_10 + b"x-forwarded-for: "

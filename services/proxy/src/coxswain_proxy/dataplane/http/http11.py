@@ -1,12 +1,14 @@
 """The client side of the HTTP/1.1 path: one `asyncio.Protocol` per client connection.
 
 Where it sits: `listeners` creates one `HttpConnection` per accepted connection (after the TLS
-handshake on HTTPS ports). It parses requests with httptools, creates one `forward.Exchange` per
-request and runs them one at a time, in order, which is what HTTP/1.1 pipelining requires: a
-request parsed while another is in flight waits in `queue` with reading paused.
+handshake on HTTPS ports). It parses requests with httptools, creates one
+`request_cycle.RequestCycle` per request and runs them one at a time, in order (`dispatch.start`
+when each one's turn comes), which is what HTTP/1.1 pipelining requires: a request parsed while
+another is in flight waits in `queue` with reading paused. To its cycles it is a
+`contracts.Downstream`: they write to it, pause its reading, and tell it when they are done.
 
 Why the shape (uvicorn's httptools protocol): state grouped by lifetime — the connection's here,
-one request's in its `Exchange` — and the parser's callbacks do as little as possible: collect
+one request's in its `RequestCycle` — and the parser's callbacks do as little as possible: collect
 the URL and headers as bytes, count their size, hand the body on. Errors the client caused are
 answered from precomputed bytes (`responses`) and the connection closed; a request that cannot
 be parsed is refused only after the answers to the requests read whole before it (`refusing`),
@@ -24,12 +26,22 @@ import asyncio
 import logging
 import ssl
 from collections import deque
+from collections.abc import Callable
 from typing import cast
 
 import httptools
 
 from coxswain_proxy.dataplane import errors, stats
-from coxswain_proxy.dataplane.http import attempts, flow, forward, headchecks, heads, responses
+from coxswain_proxy.dataplane.contracts import Upstream
+from coxswain_proxy.dataplane.http import (
+    dispatch,
+    flow,
+    headchecks,
+    heads,
+    request_cycle,
+    responses,
+)
+from coxswain_proxy.dataplane.http.heads import HTTP10, HTTP11
 from coxswain_proxy.dataplane.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -45,7 +57,7 @@ class HttpConnection(asyncio.Protocol):
         "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
         "current", "queue", "parsing", "url", "headers", "size", "host", "says_connection",
         "clock", "last_active", "head_started", "closed", "tunnel", "write_paused", "drain",
-        "forwarded", "limit", "outbox",
+        "forwarded", "limit", "outbox", "pause_reading", "resume_reading",
         "codings", "refusing", "target_limit",
     )  # fmt: skip
 
@@ -58,14 +70,15 @@ class HttpConnection(asyncio.Protocol):
         self.gate = flow.ReadGate()
         self.client = ""  # the peer's address, for X-Forwarded-For
         self.sni: tuple[str, tuple[str, ...]] | None = None  # (server name, selected names)
-        self.current: forward.Exchange | None = None  # the request being answered
-        self.queue: deque[forward.Exchange] = deque()  # pipelined requests waiting their turn
-        self.parsing: forward.Exchange | None = None  # the request whose body is arriving
+        self.current: request_cycle.RequestCycle | None = None  # the request being answered
+        # Pipelined requests waiting their turn.
+        self.queue: deque[request_cycle.RequestCycle] = deque()
+        self.parsing: request_cycle.RequestCycle | None = None  # the request whose body arrives
         # The request head arriving: reset when it is complete, for the next one.
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.size = 0  # bytes of request line and headers so far
-        self.host: bytes | None = None  # its Host field; forward.MANY_HOSTS after a second one
+        self.host: bytes | None = None  # its Host field; dispatch.MANY_HOSTS after a second one
         self.says_connection = False  # it has a Connection or Proxy-Connection field
         self.clock = rt.loop.time
         self.last_active = self.clock()
@@ -80,6 +93,9 @@ class HttpConnection(asyncio.Protocol):
         self.codings: bytes | None = None  # the head's Transfer-Encoding values, joined
         self.refusing = 0  # a request could not be parsed: the status it gets in its turn
         self.target_limit = rt.config.max_target_bytes
+        # The gate's own methods: a request cycle pausing reading makes one call, not two.
+        self.pause_reading: Callable[[int], None] = self.gate.pause
+        self.resume_reading: Callable[[int], None] = self.gate.resume
 
     # ------------------------------------------------------------------ connection lifetime
 
@@ -105,9 +121,9 @@ class HttpConnection(asyncio.Protocol):
             self.rt.idle.set()
         if self.tunnel is not None:
             self.tunnel.close()
-        for exchange in (self.current, *self.queue):
-            if exchange is not None:
-                exchange.abandon()
+        for cycle in (self.current, *self.queue):
+            if cycle is not None:
+                cycle.abandon()
         self.current = None
         self.queue.clear()
 
@@ -193,10 +209,15 @@ class HttpConnection(asyncio.Protocol):
         """Answer an error the connection cannot recover from, then close."""
         if self.transport is None or self.closed:
             return
-        if self.current is None or not self.current.response_started:
+        if self.current is None or not self.current.answered():
             self.outbox.write(self.transport, responses.canned(status, close=True))
-        self.rt.stats.request(forward.NO_ROUTE, status)
+        self.rt.stats.request(stats.NO_ROUTE, status)
         self.close()
+
+    def write(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is not None and not self.closed:
+            self.outbox.write(transport, data)
 
     def close(self) -> None:
         if self.transport is not None and not self.closed:
@@ -271,7 +292,7 @@ class HttpConnection(asyncio.Protocol):
             if name.lower() == HOST:
                 # llhttp leaves a value's trailing whitespace on; RFC 9112 §5.1 excludes it.
                 value = value.rstrip(_OWS)
-                self.host = value if self.host is None else forward.MANY_HOSTS
+                self.host = value if self.host is None else dispatch.MANY_HOSTS
         elif (length == 10 or length == 16) and name.lower() in _CONNECTION_FIELDS:
             self.says_connection = True
         elif length == 17 and name.lower() == TRANSFER_ENCODING:
@@ -286,15 +307,15 @@ class HttpConnection(asyncio.Protocol):
         # when one says keep-alive: kept open without one, the request is HTTP/1.1, and the
         # version (a string the parser formats anew each time) need not be asked.
         if keep_alive and not self.says_connection:
-            version = attempts.HTTP11
+            version = HTTP11
         else:
             version = parser.get_http_version()
             # RFC 9110 §15.6.6: 505 "indicates that the server does not support, or refuses
             # to support, the major version of HTTP that was used in the request message";
             # llhttp reads 0.9 and 2.0 as well, which are never forwarded as 1.1.
-            if version != attempts.HTTP11 and version != attempts.HTTP10:
+            if version != HTTP11 and version != HTTP10:
                 raise errors.VersionNotSupported()
-            if keep_alive and version == attempts.HTTP10:
+            if keep_alive and version == HTTP10:
                 keep_alive = not headchecks.says_close(self.headers)
         if self.codings is not None:
             headchecks.check_codings(self.codings, version)
@@ -302,20 +323,20 @@ class HttpConnection(asyncio.Protocol):
         upgrade = parser.should_upgrade()
         if upgrade:
             upgrade = headchecks.switches(method, version, self.headers)
-        # The head goes to its exchange whole: a request waiting its turn keeps its own Host
+        # The head goes to its cycle whole: a request waiting its turn keeps its own Host
         # while the ones pipelined behind it are parsed.
-        exchange = forward.Exchange(
-            self, method, self.url, self.headers, version, keep_alive, upgrade, self.host
+        cycle = request_cycle.RequestCycle(
+            self, self.rt, method, self.url, self.headers, version, keep_alive, upgrade, self.host
         )
         self.url, self.headers, self.size, self.host = b"", [], 0, None
         self.says_connection = False
         self.codings = None
-        self.parsing = exchange
+        self.parsing = cycle
         if self.current is None:
-            self.current = exchange
-            exchange.start()
+            self.current = cycle
+            dispatch.start(cycle)
         else:
-            self.queue.append(exchange)
+            self.queue.append(cycle)
             self.gate.pause(flow.PIPELINE)
 
     def on_body(self, body: bytes) -> None:
@@ -333,11 +354,11 @@ class HttpConnection(asyncio.Protocol):
         if parsing is not None:
             parsing.request_complete()
 
-    # ------------------------------------------------------------------ exchanges
+    # ------------------------------------------------------------------ request cycles
 
-    def finished(self, exchange: attempts.Attempts, keep_alive: bool) -> None:
-        """The exchange answered and its request was read whole (or will not be)."""
-        if exchange is not self.current:
+    def finished(self, cycle: object, keep_alive: bool) -> None:
+        """The cycle answered and its request was read whole (or will not be)."""
+        if cycle is not self.current:
             return
         if not keep_alive or self.rt.draining or self.drain:
             self.close()
@@ -345,7 +366,7 @@ class HttpConnection(asyncio.Protocol):
         queue = self.queue
         if queue:
             self.current = queue.popleft()
-            self.current.start()
+            dispatch.start(self.current)
         else:
             self.current = None
             if self.refusing:
@@ -358,15 +379,19 @@ class HttpConnection(asyncio.Protocol):
         """llhttp stopped after a request that may switch protocols: whether it does (`rest`
         is then its upstream's), or not (a refused CONNECT: `rest` is the next request)."""
         queue = self.queue
-        exchange = queue[-1] if queue else self.current  # the request just read
-        if exchange is None or not exchange.upgrade:
+        cycle = queue[-1] if queue else self.current  # the request just read
+        if cycle is None or not cycle.upgrade:
             return False
         self.gate.pause(flow.UPGRADE)
-        exchange.upgrade_data(rest)
+        cycle.upgrade_data(rest)
         return True
 
-    def become_tunnel(self, upstream: asyncio.Transport) -> None:
+    def become_tunnel(self, upstream: Upstream) -> None:
         """After a 101: bytes flow both ways untouched until either side closes."""
-        self.tunnel = upstream
+        self.outbox.flush()  # from here the tunnel writes directly: what is held goes first
+        transport = self.transport
+        assert transport is not None
+        upstream.tunnel = transport
+        self.tunnel = upstream.transport
         self.current = None
         self.gate.resume(flow.UPGRADE)

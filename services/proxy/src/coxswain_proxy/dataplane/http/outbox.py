@@ -1,7 +1,8 @@
 """Writes held until the event loop has handled its batch of events, then made back to back.
 
-Where it sits: one `Outbox` per worker (`Runtime.outbox`). `http11`, `forward` and `attempts`
-send what goes to a client through it, `upstream.UpstreamConnection` what goes to a backend;
+Where it sits: one `Outbox` per worker (`Runtime.outbox`). `http11` sends what goes to a client
+through it (its request cycles write through the connection), `upstream.connection` what goes
+to a backend;
 `flush` runs once per loop iteration that queued something (`call_soon`), or at once when a
 transport is about to close or become a tunnel.
 

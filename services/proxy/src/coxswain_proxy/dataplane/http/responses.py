@@ -1,6 +1,7 @@
 """Precomputed status lines and the proxy's own responses (errors, redirects, preflights).
 
-Where it sits: `http11` writes these when the proxy answers a request itself. Everything that
+Where it sits: `http11` and the request cycle (`request_cycle.RequestCycle.local`) write these
+when the proxy answers a request itself. Everything that
 does not depend on the request is built once at import (conventions, item 4), so answering a
 404 or a 503 costs one dict lookup and one `write()`. The Date line is made once a second
 (`date_line`) and goes into the proxy's answers and into forwarded responses that lack one.

@@ -1,6 +1,6 @@
 """Request-target and Host checks: what the router may be given (RFC 9112 §3.2, RFC 9110 §7.2).
 
-Where it sits: `forward.Exchange.start` calls these before routing. A plain request pays for
+Where it sits: `dispatch.start` calls these before routing. A plain request pays for
 none of it on its way through: `valid_host` and `valid_target` run only when the routing memo
 misses (a memo key holds a Host and a target that passed them), and `absolute` only for a
 target not in origin-form. Pure functions over bytes, so each rule is tested on its own.

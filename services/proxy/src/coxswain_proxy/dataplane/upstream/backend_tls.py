@@ -5,6 +5,10 @@ certificate is verified against ... a bundle from caCertificateRefs is the whole
 that backend, so a certificate from a public authority is refused, and only a policy selecting
 System trusts the system roots." Contexts are cached by the (frozen) `UpstreamTLS` value, so a
 snapshot that keeps a policy keeps its context, and its pooled connections stay reusable.
+
+Where it sits: `tables` asks `client_for` once per backend a policy governs, when it compiles a
+snapshot; the `TlsClient` rides in that backend's origins (`picker.Origin`), so the pool dials
+them over TLS (`picker.tls_arguments`). Serving TLS to clients is `dataplane.tls`.
 """
 
 from __future__ import annotations

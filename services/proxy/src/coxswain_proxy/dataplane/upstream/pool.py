@@ -1,6 +1,6 @@
 """Upstream keep-alive pool bookkeeping: pure, no I/O, returning what the caller must close.
 
-Where it sits: `upstream.Connector` owns one `Pool` per worker and does the I/O (connecting,
+Where it sits: `connector.PooledConnector` owns one `Pool` per worker and does the I/O (connecting,
 closing) the pool's answers call for. Why this shape (httpcore's pool): per-origin FIFO of idle
 connections with their last-used time, total and per-origin limits that count connections being
 opened, FIFO waiters handed a released connection directly. Nothing here awaits, so nothing can

@@ -1,6 +1,6 @@
 """The pool's bookkeeping rules, on plain values: reuse, limits, waiters, expiry.
 
-Leaves out the I/O (connecting, closing), which `upstream` does and the end-to-end tests cover.
+Leaves out the I/O (connecting, closing), which `connector` does and the end-to-end tests cover.
 """
 
 from __future__ import annotations

@@ -1,12 +1,24 @@
-"""The upstream half of one request: attempts (connect, retry, timeouts) and the response.
+"""One request's cycle through the proxy: its state, its upstream attempts, its answer.
 
-Where it sits: `forward.Exchange` (the client half: routing, filters, local answers, the request
-body) subclasses `Attempts`; the split is by concern, not by object, so a request still
-allocates one object beyond its bytes (conventions, item 4). An attempt binds the exchange to
-an `upstream.UpstreamConnection`, which calls `response_head`/`response_body`/
-`response_complete` back; everything is callbacks: no task, no await, no lock on the hot path.
+Where it sits: `http11.HttpConnection` makes a `RequestCycle` per request it parses and hands
+it to `dispatch.start` when its turn comes. `dispatch` routes it and applies the rule's filters,
+then either answers it here (`local`, `local_headers`, `answer`) or writes the routing decision
+into its slots (plans, picker, the head to send) and makes the first attempt (`attempt`). From
+there the cycle runs on callbacks: the pool (`contracts.Connector`) hands it a connection
+(`connected`) or says none could be opened, the connection bound calls back with the response
+(`contracts.UpstreamCallbacks`), the client connection feeds the request body
+(`request_body`, `request_complete`), and timers fire. No task, no await, no lock.
 
-The response is collected in `out` while the upstream's bytes are parsed and written to the
+Why one object, and routing apart from it: a request allocates one object beyond its bytes
+(conventions, item 4: state grouped by lifetime, connection and request cycle), so what happens
+to a request is split by responsibility, not into objects: deciding (`dispatch`: routing,
+filters, the head sent upstream; once, at the start) and carrying out (here: attempts, retries,
+timeouts, the response, the end). The decision is written into this object's slots, which
+costs no allocation and no indirection, and `dispatch` only ever calls in here, never the other
+way. Both connections it talks to are Protocols (`contracts.Downstream`, `contracts.Upstream`):
+this module imports neither. Where a cycle is in its life is `phase` (`phases`, the table).
+
+The response is collected in `out` while the upstream's bytes are parsed, and written to the
 client in one `write()` per read (`flush`, through the worker's `outbox`, which makes it once
 the loop's batch of events is handled), so a small response costs one system call
 (toolchain.md: two writes per message cost a fifth of the throughput). The head goes into `out`
@@ -17,46 +29,55 @@ they arrived), so that write's join is the only copy of it.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from coxswain_proxy.dataplane import errors
-from coxswain_proxy.dataplane.contracts import Upstream
+from coxswain_proxy.dataplane.contracts import Downstream, Upstream
 from coxswain_proxy.dataplane.http import flow, heads, responses
+from coxswain_proxy.dataplane.http.heads import (
+    CHUNKED_CLOSE_END,
+    CHUNKED_END,
+    CLOSE_END,
+    END,
+    HTTP10,
+    KEEP_ALIVE_10_END,
+)
+from coxswain_proxy.dataplane.http.phases import (
+    ANSWERED,
+    BACKOFF,
+    CLOSED,
+    CONNECTING,
+    DISCARDING,
+    DONE,
+    RESPONDING,
+    SENT,
+    TUNNEL,
+    WAITING,
+)
+from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.stats import NO_ROUTE
-from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan
+from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, apply_plan
+from coxswain_proxy.dataplane.upstream import mirror
 from coxswain_proxy.dataplane.upstream.picker import EndpointPicker, Origin
-
-if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.http11 import HttpConnection
 
 # RFC 9110 §9.2.2: methods whose repetition has the same effect: the only ones retried.
 IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"PUT", b"DELETE", b"TRACE"})
 NO_BODY_STATUS = frozenset({204, 304})
 HEAD = b"HEAD"
-HTTP10 = "1.0"
-HTTP11 = "1.1"
-# How a forwarded response head ends, by framing and connection; each starts with its Via
-# (heads: RFC 9110 §7.6.3), so the line costs nothing of its own.
-_VIA = heads.VIA_11
-KEEP_ALIVE_10 = _VIA + b"connection: keep-alive\r\n\r\n"
-CHUNKED_END = _VIA + responses.CHUNKED + b"\r\n"
-CHUNKED_CLOSE_END = _VIA + responses.CHUNKED + responses.CLOSE + b"\r\n"
-END = _VIA + b"\r\n"
-CLOSE_END = _VIA + responses.CLOSE + b"\r\n"
 
 
-class Attempts:
+class RequestCycle:
     __slots__ = (
-        "conn", "method", "url", "headers", "version", "keep_alive", "upgrade", "host", "plan",
-        "bplan", "picker", "origin", "upstream", "head", "chunked", "body", "pending", "replay",
-        "request_done", "response_started", "response_done", "finished", "attempts", "out",
-        "rechunk", "status", "cors", "started_at", "attempt_timer", "request_timer",
-        "discarding", "mirrors", "route", "until_close", "held",
+        "conn", "rt", "method", "url", "headers", "version", "keep_alive", "upgrade", "host",
+        "phase", "request_done", "plan", "bplan", "picker", "route", "cors", "head", "chunked",
+        "replay", "mirrors", "origin", "upstream", "attempts", "body", "pending", "held",
+        "started_at", "attempt_timer", "request_timer", "out", "status", "rechunk",
+        "until_close",
     )  # fmt: skip
 
     def __init__(
         self,
-        conn: HttpConnection,
+        conn: Downstream,
+        rt: Runtime,
         method: bytes,
         url: bytes,
         headers: list[tuple[bytes, bytes]],
@@ -65,59 +86,54 @@ class Attempts:
         upgrade: bool,
         host: bytes | None,
     ) -> None:
+        # The request, as the client connection parsed it.
         self.conn = conn
+        self.rt = rt
         self.method = method
         self.url = url
         self.headers = headers
         self.version = version
         self.keep_alive = keep_alive and not upgrade
         self.upgrade = upgrade
-        self.host = host  # its Host field (forward.MANY_HOSTS: more than one), None: none
+        self.host = host  # its Host field (dispatch.MANY_HOSTS: more than one), None: none
+        self.phase = WAITING
+        self.request_done = False  # the request was read whole (its body may lag the answer)
+        # The routing decision, filled in by `dispatch`.
         self.plan: RulePlan | None = None
         self.bplan: BackendPlan | None = None
         self.picker: EndpointPicker | None = None
+        self.route = NO_ROUTE
+        self.cors: list[tuple[bytes, bytes]] = []
+        self.head = b""  # the request head to send upstream
+        self.chunked = False  # the client sent its body chunked: it goes upstream chunked
+        self.replay: list[bytes] | None = None  # the whole body so far, for retries and mirrors
+        self.mirrors: list[tuple[Origin, bytes]] = []  # (origin, Host) of each copy to send
+        # The attempts.
         self.origin: Origin | None = None
         self.upstream: Upstream | None = None
-        self.head = b""
-        self.chunked = False  # the client sent its body chunked: it goes upstream chunked
+        self.attempts = 0
         self.body: list[bytes] = []  # request body not yet written upstream
         self.pending = 0
-        self.replay: list[bytes] | None = None  # the whole body so far, for retries and mirrors
-        self.request_done = False
-        self.response_started = False
-        self.response_done = False
-        self.finished = False
-        self.attempts = 0
-        self.out: list[bytes] = []
-        self.rechunk = False
-        self.status = 0
-        self.cors: list[tuple[bytes, bytes]] = []
+        self.held = b""  # after an Upgrade request: the client's bytes, until the upstream's 101
         self.started_at = 0.0
         self.attempt_timer: asyncio.TimerHandle | None = None
         self.request_timer: asyncio.TimerHandle | None = None
-        self.discarding = False
-        self.mirrors: list[tuple[Origin, bytes]] = []
-        self.route = NO_ROUTE
+        # The response.
+        self.out: list[bytes] = []
+        self.status = 0
+        self.rechunk = False
         self.until_close = False  # the response body is delimited by the upstream's close
-        self.held = b""  # after an Upgrade request: the client's bytes, until the upstream's 101
-
-    # What the client half provides.
-
-    def local(self, status: int, reason: str = "") -> None:
-        raise NotImplementedError
-
-    def _frame(self, chunk: bytes) -> bytes:
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ attempts
 
-    def _attempt(self, origin: Origin | None) -> None:
+    def attempt(self, origin: Origin | None) -> None:
         if origin is None:
             self.local(503, "no ready endpoints")
             return
+        self.phase = CONNECTING
         self.origin = origin
         self.attempts += 1
-        rt = self.conn.rt
+        rt = self.rt
         now = self.started_at = rt.loop.time()
         plan = self.plan
         assert plan is not None
@@ -128,10 +144,10 @@ class Attempts:
             self.connected(connection)
 
     def connected(self, connection: Upstream) -> None:
-        conn = self.conn
-        if self.finished or self.upstream is not None:
-            conn.rt.connector.release(connection)
+        if self.phase != CONNECTING:  # answered, or gone, before the pool came back
+            self.rt.connector.release(connection)
             return
+        self.phase = SENT
         self.upstream = connection
         connection.bind(self, self.method == HEAD)
         body = self.body
@@ -140,13 +156,13 @@ class Attempts:
             connection.write(self.head + b"".join(body))
         else:
             connection.write(self.head)
-        if conn.gate.held:
-            conn.gate.resume(flow.BODY_WAIT)
+        conn = self.conn
+        conn.resume_reading(flow.BODY_WAIT)
         if conn.write_paused:
             connection.pause_reading(flow.PEER_FULL)
 
     def connect_failed(self, exc: Exception) -> None:
-        if not self.finished:
+        if self.phase == CONNECTING:
             self._attempt_failed(errors.UpstreamUnavailable(f"connect to {self.origin}: {exc}"))
 
     def upstream_failed(self, exc: errors.DataplaneError) -> None:
@@ -157,12 +173,12 @@ class Attempts:
             # indicated by the underlying connection".
             self.response_complete(False)
             return
-        if not self.finished:
+        if self.phase < DONE:
             self._attempt_failed(exc)
 
     def _attempt_failed(self, exc: errors.DataplaneError) -> None:
         self._cancel(attempt_only=True)
-        if not self.response_started and self._may_retry():
+        if self.phase < RESPONDING and self._may_retry():
             self._retry()
             return
         self._fail(exc.status, str(exc))
@@ -180,11 +196,7 @@ class Attempts:
 
     def _retry(self) -> None:
         assert self.plan is not None and self.picker is not None and self.origin is not None
-        self.discarding = False
-        if self.upstream is not None:
-            self.upstream.cycle = None
-            self.upstream.close()
-            self.upstream = None
+        self._drop_upstream()
         assert self.replay is not None
         self.body = [self._frame(c) for c in self.replay]
         if self.request_done and self.chunked:
@@ -193,36 +205,42 @@ class Attempts:
         origin = self.picker.others(self.origin)
         backoff = self.plan.backoff
         if backoff:
-            self.attempt_timer = self.conn.rt.loop.call_later(backoff, self._attempt, origin)
+            self.phase = BACKOFF
+            self.attempt_timer = self.rt.loop.call_later(backoff, self.attempt, origin)
         else:
-            self._attempt(origin)
+            self.attempt(origin)
 
-    def _arm_request_timer(self, seconds: float) -> None:
-        self.request_timer = self.conn.rt.loop.call_later(seconds, self._timed_out)
+    def arm_request_timer(self, seconds: float) -> None:
+        self.request_timer = self.rt.loop.call_later(seconds, self._timed_out)
 
     def _timed_out(self) -> None:
         # Spec 003: "A request that runs out of either with no attempt answered is answered 504."
-        if self.finished:
+        if self.phase >= DONE:
             return
         if self.upstream is None and self.origin is not None:
-            self.conn.rt.connector.cancel(self.origin, self)
+            self.rt.connector.cancel(self.origin, self)
         self._fail(504, "upstream request timeout")
 
     def _fail(self, status: int, reason: str) -> None:
         self._cancel()
-        if self.upstream is not None:
-            self.upstream.cycle = None
-            self.upstream.close()
-            self.upstream = None
-        if self.response_started:
+        self._drop_upstream()
+        if self.phase >= RESPONDING:
             # Part of a response is out: the client learns of the failure by the connection
             # closing before the message ends.
             self.flush()
-            self.conn.rt.stats.request(self.route, status)
-            self.finished = True
+            self.rt.stats.request(self.route, status)
+            self.phase = CLOSED
             self.conn.close()
             return
         self.local(status, reason)
+
+    def _drop_upstream(self) -> None:
+        """Close the connection bound, without hearing from it again."""
+        upstream = self.upstream
+        if upstream is not None:
+            upstream.cycle = None
+            upstream.close()
+            self.upstream = None
 
     def _cancel(self, *, attempt_only: bool = False) -> None:
         if self.attempt_timer is not None:
@@ -243,17 +261,17 @@ class Attempts:
             if self.version != HTTP10:
                 self.out.append(heads.serialize(status, [], END))
             return
-        rt = self.conn.rt
+        rt = self.rt
         rt.stats.upstream_latency(rt.loop.time() - self.started_at)
         plan, bplan = self.plan, self.bplan
         assert plan is not None and bplan is not None
         if plan.retries and status in plan.retry_codes and self._may_retry():
-            self.discarding = True
+            self.phase = DISCARDING
             return
         if self.attempt_timer is not None:
             self._cancel(attempt_only=True)
         self.status = status
-        self.response_started = True
+        self.phase = RESPONDING
         out = self.out
         mark = len(out) + 1  # where the fields start, after the status line
         framing = heads.client_response_fields(
@@ -281,10 +299,10 @@ class Attempts:
             self.keep_alive = False  # HTTP/1.0 client: the body is delimited by the close
         if not self.keep_alive:
             return CLOSE_END
-        return KEEP_ALIVE_10 if self.version == HTTP10 else END
+        return KEEP_ALIVE_10_END if self.version == HTTP10 else END
 
     def response_body(self, body: bytes) -> None:
-        if self.discarding:
+        if self.phase == DISCARDING:
             return
         if self.rechunk:
             self.out.append(b"%x\r\n%b\r\n" % (len(body), body))
@@ -293,19 +311,19 @@ class Attempts:
 
     def response_complete(self, keep_alive: bool) -> None:
         upstream, self.upstream = self.upstream, None
-        rt = self.conn.rt
+        rt = self.rt
         if upstream is not None:
             if keep_alive and self.request_done:
                 rt.connector.release(upstream)
             else:
                 upstream.cycle = None
                 upstream.close()
-        if self.discarding:
+        if self.phase == DISCARDING:
             self._retry()
             return
         if self.rechunk:
             self.out.append(responses.LAST_CHUNK)
-        self.response_done = True
+        self.phase = ANSWERED
         rt.stats.request(self.route, self.status)
         if not self.request_done:
             self.keep_alive = False  # answered before the body ended: do not read the rest
@@ -320,14 +338,10 @@ class Attempts:
         self.flush()
         if self.held:
             upstream.write(self.held)
-        self.conn.outbox.flush()  # from here the tunnel writes directly: what is held goes first
         self._cancel()
-        self.finished = True
+        self.phase = TUNNEL
         upstream.cycle = None
-        transport = self.conn.transport
-        assert transport is not None
-        upstream.tunnel = transport
-        self.conn.become_tunnel(upstream.transport)
+        self.conn.become_tunnel(upstream)  # what is held for the client goes out first
         upstream.resume_reading(flow.PEER_FULL)
 
     def flush(self) -> None:
@@ -335,10 +349,7 @@ class Attempts:
         if out:
             data = out[0] if len(out) == 1 else b"".join(out)
             out.clear()
-            conn = self.conn
-            transport = conn.transport
-            if transport is not None and not conn.closed:
-                conn.outbox.write(transport, data)
+            self.conn.write(data)
 
     def pause_upstream(self) -> None:
         if self.upstream is not None:
@@ -350,34 +361,130 @@ class Attempts:
 
     def upstream_writable(self, writable: bool) -> None:
         if writable:
-            self.conn.gate.resume(flow.PEER_FULL)
+            self.conn.resume_reading(flow.PEER_FULL)
         else:
-            self.conn.gate.pause(flow.PEER_FULL)
+            self.conn.pause_reading(flow.PEER_FULL)
+
+    # ------------------------------------------------------------------ answers of its own
+
+    def local(self, status: int, reason: str = "") -> None:
+        self.answer(status, responses.simple(status, reason, close=self.must_close()))
+
+    def local_headers(self, status: int, headers: list[tuple[str, str]], plan: RulePlan) -> None:
+        raw = apply_plan(plan.response, encoded(headers)) + self.cors
+        text = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in raw]
+        self.answer(status, responses.with_headers(status, text, close=self.must_close()))
+
+    def must_close(self) -> bool:
+        # A body not read yet would have to be drained first (and an Expect: 100-continue
+        # client may never send it): closing is simpler and always correct.
+        if not self.request_done and has_body(self.headers):
+            self.keep_alive = False
+        return not self.keep_alive
+
+    def answer(self, status: int, data: bytes) -> None:
+        """The proxy's own answer, `data` (its `close` made with `must_close()`), goes out."""
+        self.status = status
+        self.phase = ANSWERED
+        self.conn.write(data)
+        self.rt.stats.request(self.route, status)
+        if self.request_done or not self.keep_alive:
+            self._finish()
+
+    # ------------------------------------------------------------------ the request body
+
+    def request_body(self, chunk: bytes) -> None:
+        if self.phase >= ANSWERED:
+            return  # answered already: what is left of the body goes nowhere
+        if self.replay is not None:
+            self.replay.append(chunk)
+            if sum(map(len, self.replay)) > self.rt.config.replay_limit:
+                self.replay = None
+                self.mirrors.clear()
+        upstream = self.upstream
+        framed = b"%x\r\n%b\r\n" % (len(chunk), chunk) if self.chunked else chunk
+        if upstream is not None:
+            upstream.write(framed)
+            return
+        self.body.append(framed)
+        self.pending += len(framed)
+        if self.pending > flow.HIGH_WATER:
+            self.conn.pause_reading(flow.BODY_WAIT)
+
+    def _frame(self, chunk: bytes) -> bytes:
+        if self.chunked:
+            return b"%x\r\n%b\r\n" % (len(chunk), chunk)
+        return chunk
+
+    def request_complete(self) -> None:
+        self.request_done = True
+        if self.chunked:
+            if self.upstream is not None:
+                self.upstream.write(responses.LAST_CHUNK)
+            else:
+                self.body.append(responses.LAST_CHUNK)
+        if self.mirrors and self.replay is not None:
+            mirror.send_copies(
+                self.mirrors,
+                self.method,
+                self.url,
+                self.headers,
+                forwarded=self.conn.forwarded,
+                http10=self.version == HTTP10,
+                body=b"".join(self.replay),
+            )
+            self.mirrors.clear()
+        if self.phase >= ANSWERED:
+            self._finish()
+
+    def upgrade_data(self, rest: bytes) -> None:
+        # What follows an Upgrade request belongs to the new protocol, if the upstream agrees:
+        # held until its 101. Sent on before, an upstream that declines would read it as a
+        # request of its own, one the proxy never routed (reading pauses meanwhile).
+        self.held = rest
 
     # ------------------------------------------------------------------ the end
 
     def _finish(self) -> None:
-        if self.finished:
+        if self.phase >= DONE:
             return
-        self.finished = True
-        conn = self.conn
+        self.phase = DONE
         out = self.out
         if out:  # flush(), inlined: every response ends here
             data = out[0] if len(out) == 1 else b"".join(out)
             out.clear()
-            if conn.transport is not None and not conn.closed:
-                conn.outbox.write(conn.transport, data)
+            self.conn.write(data)
         if self.attempt_timer is not None or self.request_timer is not None:
             self._cancel()
-        conn.finished(self, self.keep_alive)
+        self.conn.finished(self, self.keep_alive)
+
+    def answered(self) -> bool:
+        """Some of an answer has gone to the client (its head, at least)."""
+        return self.phase >= RESPONDING
 
     def abandon(self) -> None:
         """The client went away: stop everything this request holds."""
+        if self.phase >= DONE:
+            return
         self._cancel()
-        self.finished = True
+        self.phase = CLOSED
         if self.upstream is not None:
-            self.upstream.cycle = None
-            self.upstream.close()
-            self.upstream = None
+            self._drop_upstream()
         elif self.origin is not None:
-            self.conn.rt.connector.cancel(self.origin, self)
+            self.rt.connector.cancel(self.origin, self)
+
+
+def header(headers: list[tuple[bytes, bytes]], wanted: bytes) -> bytes:
+    for name, value in headers:
+        if name.lower() == wanted:
+            return value
+    return b""
+
+
+def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    length = header(headers, b"content-length").strip()
+    return bool(length and length != b"0") or bool(header(headers, b"transfer-encoding"))
+
+
+def encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
