@@ -29,7 +29,7 @@ BACKLOG = 2048
 
 
 @dataclass(slots=True)
-class Bound:
+class BoundListener:
     info: PortInfo
     port: int  # the port actually bound (differs from info.port only when overridden)
     server: asyncio.Server
@@ -50,7 +50,7 @@ class Listeners:
         self._port_map = port_map  # routing port -> port to bind (tests bind 0)
         self._reuse_port = reuse_port  # workers each bind the same ports
         self._sockets = sockets or {}  # pre-bound sockets by routing port (inherited)
-        self.bound: dict[int, Bound] = {}  # by routing port
+        self.bound: dict[int, BoundListener] = {}  # by routing port
 
     async def sync(self, wanted: dict[int, PortInfo]) -> None:
         for port in [p for p, b in self.bound.items() if wanted.get(p) != b.info]:
@@ -70,7 +70,7 @@ class Listeners:
             log.log(level, "could not bind listener", extra={"fields": fields})
             return
         actual = server.sockets[0].getsockname()[1]
-        self.bound[info.port] = Bound(info, actual, server)
+        self.bound[info.port] = BoundListener(info, actual, server)
         fields = {"port": info.port, "bound": actual, "tls": info.tls}
         log.info("listener bound", extra={"fields": fields})
 

@@ -25,7 +25,7 @@ OTHER = 18081
 async def test_fifty_swaps_under_load_fail_no_request() -> None:
     async with EchoServer(pod="a") as a, EchoServer(pod="b") as b:
 
-        def snapshot(i: int) -> list[object]:
+        def snapshot(i: int) -> list[t.Resource]:
             name = "a" if i % 2 else "b"
             return [
                 t.HTTP_LISTENER,
@@ -34,7 +34,7 @@ async def test_fifty_swaps_under_load_fail_no_request() -> None:
                 t.routes("example.com", t.rule(f"r{i}", t.backend(name))),
             ]
 
-        async with t.running(snapshot(0)) as plane:  # type: ignore[arg-type]
+        async with t.running(snapshot(0)) as plane:
             port = t.actual(plane)
             stop = asyncio.Event()
             statuses: list[int] = []
@@ -46,7 +46,7 @@ async def test_fifty_swaps_under_load_fail_no_request() -> None:
 
             loaders = [asyncio.create_task(load()) for _ in range(4)]
             for i in range(1, 51):
-                await plane.apply(snapshot(i))  # type: ignore[arg-type]
+                await plane.apply(snapshot(i))
                 await asyncio.sleep(0)
             stop.set()
             await asyncio.gather(*loaders)
@@ -55,22 +55,22 @@ async def test_fifty_swaps_under_load_fail_no_request() -> None:
 
 async def test_adding_and_removing_listeners_leaves_the_others_alone() -> None:
     async with EchoServer() as echo:
-        base = [
+        base: list[t.Resource] = [
             t.endpoints("echo", echo.port),
             t.routes("example.com", t.rule("r", t.backend("echo"))),
         ]
         two = t.listeners((t.PORT, ListenerProtocol.HTTP, ""), (OTHER, ListenerProtocol.HTTP, ""))
         other_routes = t.routes("example.com", t.rule("o", t.backend("echo")), port=OTHER)
-        async with t.running([t.HTTP_LISTENER, *base]) as plane:  # type: ignore[list-item]
+        async with t.running([t.HTTP_LISTENER, *base]) as plane:
             port = t.actual(plane)
             async with t.client(port) as kept:
                 assert (await kept.request()).status == 200
-                await plane.apply([two, other_routes, *base])  # type: ignore[list-item]
+                await plane.apply([two, other_routes, *base])
                 other = t.actual(plane, OTHER)
                 assert t.actual(plane) == port and (await kept.request()).status == 200
                 async with t.client(other) as leaving:
                     assert (await leaving.request()).status == 200
-                    await plane.apply([t.HTTP_LISTENER, *base])  # type: ignore[list-item]
+                    await plane.apply([t.HTTP_LISTENER, *base])
                     assert OTHER not in [b.port for b in plane.bound()]
                     # An idle connection of a removed listener is closed (one with a request in
                     # flight would close after answering it).

@@ -20,6 +20,7 @@ import array
 import asyncio
 import contextlib
 import fcntl
+import functools
 import ssl
 import termios
 from collections.abc import AsyncIterator, Callable
@@ -127,7 +128,7 @@ async def plane(*, tls: bool = False) -> AsyncIterator[tuple[Dataplane, Backend,
             yield running, served, t.actual(running, port)
 
 
-class Clock:
+class SkippingClock:
     """The loop's time plus what the test has skipped, for the sweep and the connections."""
 
     def __init__(self, plane: Dataplane) -> None:
@@ -192,9 +193,16 @@ async def until(predicate: Callable[[], bool]) -> None:
 def counted(plane: Dataplane) -> dict[str, float | None]:
     """`coxswain_proxy_client_timeouts_total` by kind, as scraped."""
     registry = CollectorRegistry()
-    registry.register(collector.Collector(lambda: plane.rt.stats, lambda: 0.0))  # type: ignore[union-attr]
+    rt = plane.rt
+    assert rt is not None
+    registry.register(collector.Collector(lambda: rt.stats, lambda: 0.0))
     name = "coxswain_proxy_client_timeouts_total"
     return {kind: registry.get_sample_value(name, {"kind": kind}) for kind in TIMEOUT_KINDS}
+
+
+def _read_since(conn: HttpConnection, *, before: float) -> bool:
+    """The connection read something after loop time `before`."""
+    return conn.last_active > before
 
 
 def only(kind: str, count: float = 1.0) -> dict[str, float | None]:
@@ -209,7 +217,7 @@ NONE = {k: 0.0 for k in TIMEOUT_KINDS}
 
 async def test_a_late_request_head_gets_408_then_the_close() -> None:
     async with plane() as (running, _, port), t.client(port) as c:
-        clock = Clock(running)
+        clock = SkippingClock(running)
         c.send(b"GET / HTTP/1.1\r\nHost: exa")
         await clock.connection(lambda conn: conn.head_started > 0)
         clock.skip(DEFAULTS.header_timeout - 1)
@@ -230,7 +238,7 @@ async def test_a_late_request_head_gets_408_then_the_close() -> None:
 
 async def test_a_body_that_keeps_coming_is_read_and_one_that_stalls_gets_408() -> None:
     async with plane() as (running, _, port), t.client(port) as c:
-        clock = Clock(running)
+        clock = SkippingClock(running)
         c.send(b"POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: 10\r\n\r\nabcd")
         conn = await clock.connection(lambda conn: conn.parsing is not None)
         # Each pause shorter than the bound, the whole body longer: the bound is per pause.
@@ -238,7 +246,7 @@ async def test_a_body_that_keeps_coming_is_read_and_one_that_stalls_gets_408() -
             clock.skip(DEFAULTS.body_timeout - 1)
             before = conn.last_active
             c.send(chunk)
-            await clock.connection(lambda conn, before=before: conn.last_active > before)  # type: ignore[misc]
+            await clock.connection(functools.partial(_read_since, before=before))
         assert (await c.response()).status == 200
 
         c.send(b"POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: 10\r\n\r\nabcd")
@@ -253,7 +261,7 @@ async def test_a_body_that_keeps_coming_is_read_and_one_that_stalls_gets_408() -
 
 async def test_a_connection_idle_between_requests_is_closed_without_a_byte() -> None:
     async with plane() as (running, _, port), t.client(port) as c:
-        clock = Clock(running)
+        clock = SkippingClock(running)
         await clock.connection(lambda conn: True)
         assert (await c.request()).status == 200
         clock.skip(DEFAULTS.keepalive_timeout - 1)
@@ -265,7 +273,7 @@ async def test_a_connection_idle_between_requests_is_closed_without_a_byte() -> 
 
 async def test_a_connection_that_never_sends_a_request_is_closed_without_a_byte() -> None:
     async with plane() as (running, _, port), t.client(port) as c:
-        clock = Clock(running)
+        clock = SkippingClock(running)
         await clock.connection(lambda conn: True)
         clock.skip(DEFAULTS.keepalive_timeout + 1)
         assert await c.closed() == b""
@@ -274,7 +282,7 @@ async def test_a_connection_that_never_sends_a_request_is_closed_without_a_byte(
 
 async def test_idle_time_counts_from_the_end_of_a_slow_response() -> None:
     async with plane() as (running, served, port), t.client(port) as c:
-        clock = Clock(running)
+        clock = SkippingClock(running)
         await clock.connection(lambda conn: True)
         served.release.clear()
         c.send(b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
@@ -289,7 +297,7 @@ async def test_idle_time_counts_from_the_end_of_a_slow_response() -> None:
 
 async def test_a_pipelined_request_waiting_its_turn_is_not_timed_out() -> None:
     async with plane() as (running, served, port), t.client(port) as c:
-        clock = Clock(running)
+        clock = SkippingClock(running)
         served.release.clear()
         # The second request's body is cut short: read no further while the first is answered.
         c.send(
@@ -306,7 +314,7 @@ async def test_a_pipelined_request_waiting_its_turn_is_not_timed_out() -> None:
 
 async def test_an_upgrade_tunnel_is_not_closed_as_idle() -> None:
     async with plane() as (running, _, port), t.client(port) as c:
-        clock = Clock(running)
+        clock = SkippingClock(running)
         c.send(
             b"GET / HTTP/1.1\r\nHost: example.com\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n"
         )
@@ -322,7 +330,7 @@ async def test_an_upgrade_tunnel_is_not_closed_as_idle() -> None:
 # ------------------------------------------------------------------------------ TLS handshakes
 
 
-class TlsClient:
+class HandDrivenTls:
     """A TLS client driven by hand over a plain connection, so that it can stop half-way."""
 
     def __init__(self, c: t.Client) -> None:
@@ -367,8 +375,8 @@ class TlsClient:
 
 async def test_a_handshake_in_time_is_served_however_it_arrives() -> None:
     async with plane(tls=True) as (running, _, port), t.client(port) as c:
-        clock = Clock(running)
-        client = TlsClient(c)
+        clock = SkippingClock(running)
+        client = HandDrivenTls(c)
         hello = client.client_hello()
         c.send(hello[:50])
         await clock.handshaking()
@@ -381,15 +389,15 @@ async def test_a_handshake_in_time_is_served_however_it_arrives() -> None:
 
 async def test_a_late_handshake_is_closed() -> None:
     async with plane(tls=True) as (running, _, port):
-        clock = Clock(running)
+        clock = SkippingClock(running)
         async with t.client(port) as silent, t.client(port) as halfway:
-            halfway.send(TlsClient(halfway).client_hello()[:50])
+            halfway.send(HandDrivenTls(halfway).client_hello()[:50])
             await clock.handshaking(2)
             clock.skip(DEFAULTS.handshake_timeout + 1)
             assert await silent.closed() == b""
             assert await halfway.closed() == b""
         assert counted(running) == only("handshake", 2)
-        assert not running.rt.handshakes  # type: ignore[union-attr]
+        assert running.rt is not None and not running.rt.handshakes
 
 
 # ------------------------------------------------------------------------------ counting

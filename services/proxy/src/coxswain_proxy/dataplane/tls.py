@@ -26,6 +26,9 @@ from coxswain_routing import TlsCertificate, TlsStore, normalize_host
 log = logging.getLogger(__name__)
 
 ALPN = ["http/1.1"]
+# The attribute the SNI callback leaves on a handshake's `SSLObject`: (server name, the names of
+# the listener chosen), which the connection reads to answer 421 for other Hosts.
+SNI_ATTRIBUTE = "coxswain_sni"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,7 @@ def front_context(lookup: Callable[[], SniStore | None]) -> ssl.SSLContext:
             return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
         sslobj.context = selected.context
         # Kept on the handshake's object so the connection can enforce 421 for other Hosts.
-        sslobj.coxswain_sni = (server_name or "", selected.names)  # type: ignore[attr-defined]
+        setattr(sslobj, SNI_ATTRIBUTE, (server_name or "", selected.names))
         return None
 
     context.sni_callback = on_sni

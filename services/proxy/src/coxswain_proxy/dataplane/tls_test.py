@@ -29,7 +29,7 @@ def client_context() -> ssl.SSLContext:
     return context
 
 
-def resources(echo_port: int, store: TlsStore) -> list[object]:
+def resources(echo_port: int, store: TlsStore) -> list[t.Resource]:
     return [
         t.listeners(
             (t.TLS_PORT, ListenerProtocol.HTTPS, "shop.example.com"),
@@ -60,7 +60,7 @@ STORE = TlsStore(
     ],
 )
 async def test_sni_selects_the_certificate(sni: str, host: str, status: int) -> None:
-    async with EchoServer() as echo, t.running(resources(echo.port, STORE)) as plane:  # type: ignore[arg-type]
+    async with EchoServer() as echo, t.running(resources(echo.port, STORE)) as plane:
         port = t.actual(plane, t.TLS_PORT)
         async with t.client(port, client_context(), sni) as c:
             peer = c.writer.get_extra_info("ssl_object")
@@ -73,10 +73,10 @@ async def test_sni_selects_the_certificate(sni: str, host: str, status: int) -> 
 
 
 async def test_a_swap_rotates_the_certificate_without_rebinding() -> None:
-    async with EchoServer() as echo, t.running(resources(echo.port, STORE)) as plane:  # type: ignore[arg-type]
+    async with EchoServer() as echo, t.running(resources(echo.port, STORE)) as plane:
         port = t.actual(plane, t.TLS_PORT)
         rotated = cert("shop.example.com", source="ns/shop")
-        await plane.apply(resources(echo.port, TlsStore(t.TLS_PORT, (rotated,))))  # type: ignore[arg-type]
+        await plane.apply(resources(echo.port, TlsStore(t.TLS_PORT, (rotated,))))
         assert t.actual(plane, t.TLS_PORT) == port
         async with t.client(port, client_context(), "shop.example.com") as c:
             served = c.writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
@@ -90,13 +90,13 @@ async def test_a_swap_rotates_the_certificate_without_rebinding() -> None:
 async def test_a_delta_leaving_the_store_alone_keeps_its_contexts() -> None:
     async with EchoServer() as echo:
         listed = resources(echo.port, STORE)
-        async with t.running(listed) as plane:  # type: ignore[arg-type]
+        async with t.running(listed) as plane:
             assert plane.rt is not None and plane.rt.tables is not None
             store = plane.rt.tables.tls[t.TLS_PORT]
             edited = t.routes(
                 "shop.example.com", t.rule("shop2", t.backend("echo")), port=t.TLS_PORT
             )
-            await plane.apply([*listed[:2], edited, *listed[3:]])  # type: ignore[list-item]
+            await plane.apply([*listed[:2], edited, *listed[3:]])
             assert plane.rt.tables.tls[t.TLS_PORT] is store
             async with t.client(
                 t.actual(plane, t.TLS_PORT), client_context(), "shop.example.com"

@@ -21,11 +21,16 @@ from coxswain_proxy.conftest import Trust, issuer_for
 from coxswain_proxy.discovery import failures, svid
 
 
-async def start(trust: Trust, servers: list[grpc.aio.Server], **kw: object) -> testkit.Identity:
-    serving_ca = kw.pop("serving_ca", trust.ca)
-    assert isinstance(serving_ca, CertificateAuthority)
-    service = testkit.Identity(now=time.time, **kw)  # type: ignore[arg-type]
-    servers.append(await testkit.start_identity(serving_ca, service))
+async def start(
+    trust: Trust,
+    servers: list[grpc.aio.Server],
+    *,
+    signer: CertificateAuthority,
+    spiffe: str = testkit.PROXY_ID,
+    serving_ca: CertificateAuthority | None = None,
+) -> testkit.Identity:
+    service = testkit.Identity(signer=signer, now=time.time, spiffe=spiffe)
+    servers.append(await testkit.start_identity(serving_ca or trust.ca, service))
     return service
 
 

@@ -32,12 +32,7 @@ from collections.abc import Iterator, Mapping
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.http import heads, responses, targets
 from coxswain_proxy.dataplane.http.heads import HTTP10
-from coxswain_proxy.dataplane.http.request_cycle import (
-    IDEMPOTENT,
-    RequestCycle,
-    encoded,
-    header,
-)
+from coxswain_proxy.dataplane.http.request_cycle import IDEMPOTENT, RequestCycle
 from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, Tables, apply_plan
 from coxswain_routing import (
     Candidate,
@@ -198,7 +193,7 @@ def _serve(
         if is_preflight(cycle.method.decode(), lazy):
             cycle.local_headers(204, preflight_headers(plan.cors, lazy), plan)
             return
-        cycle.cors = encoded(response_headers(plan.cors, lazy))
+        cycle.cors = heads.encoded(response_headers(plan.cors, lazy))
     if cycle.method == OPTIONS:
         forwarded = targets.forwards(cycle.headers)
         if forwarded is None:
@@ -257,7 +252,7 @@ def _build_head(
         if rewrite.path is not None:
             new = rewrite_path(path, rewrite.path, cand.match.path.value)
             target = (new + ("?" + query if query else "")).encode("latin-1")
-    upgrade = header(cycle.headers, b"upgrade") if cycle.upgrade else b""
+    upgrade = heads.header(cycle.headers, b"upgrade") if cycle.upgrade else b""
     headers = cycle.headers
     http10 = cycle.version == HTTP10
     if http10:

@@ -357,3 +357,22 @@ def serialize(status: int, headers: Headers, tail: bytes) -> bytes:
         parts += (name, b": ", value, b"\r\n")
     parts.append(tail)
     return b"".join(parts)
+
+
+def header(headers: Headers, wanted: bytes) -> bytes:
+    """The first value of the field named `wanted` (lower case), or b"" when there is none."""
+    for name, value in headers:
+        if name.lower() == wanted:
+            return value
+    return b""
+
+
+def has_body(headers: Headers) -> bool:
+    """Whether a request head says a body follows (a non-zero length, or a coding)."""
+    length = header(headers, b"content-length").strip()
+    return bool(length and length != b"0") or bool(header(headers, b"transfer-encoding"))
+
+
+def encoded(headers: list[tuple[str, str]]) -> Headers:
+    """Fields made as text (filters' answers, a redirect's Location), as bytes."""
+    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]

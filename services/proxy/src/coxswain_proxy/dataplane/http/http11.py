@@ -31,7 +31,7 @@ from typing import cast
 
 import httptools
 
-from coxswain_proxy.dataplane import errors, stats
+from coxswain_proxy.dataplane import errors, stats, tls
 from coxswain_proxy.dataplane.contracts import Upstream
 from coxswain_proxy.dataplane.http import (
     dispatch,
@@ -109,7 +109,7 @@ class HttpConnection(asyncio.Protocol):
         self.forwarded = heads.forwarded_tail(self.client, self.scheme)
         sslobj = transport.get_extra_info("ssl_object")
         if isinstance(sslobj, ssl.SSLObject):
-            self.sni = getattr(sslobj, "coxswain_sni", None)
+            self.sni = getattr(sslobj, tls.SNI_ATTRIBUTE, None)
         self.rt.connections.add(self)
         self.rt.stats.connections += 1
 

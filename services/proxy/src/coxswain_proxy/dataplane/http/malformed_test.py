@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import cast
 
 import httptools
 import pytest
@@ -35,11 +36,11 @@ class _Counting(asyncio.Protocol):
     def __init__(self, seen: list[bytes]) -> None:
         self.seen = seen
         self.parser = httptools.HttpRequestParser(self)
-        self.transport: asyncio.BaseTransport | None = None
+        self.transport: asyncio.Transport | None = None
         self.url = b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -59,7 +60,7 @@ class _Counting(asyncio.Protocol):
         self.seen.append(self.url)
         self.url = b""
         assert self.transport is not None
-        self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")  # type: ignore[attr-defined]
+        self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
 
 
 @contextlib.asynccontextmanager
@@ -208,11 +209,11 @@ def _assert_responses(data: bytes, *, strict: bool = False) -> None:
     no field line the proxy would refuse in a request: CR, LF or NUL in a value)."""
     statuses: list[int] = []
 
-    class Collect:
+    class Statuses:
         def on_message_complete(self) -> None:
             statuses.append(parser.get_status_code())
 
-    parser = httptools.HttpResponseParser(Collect())
+    parser = httptools.HttpResponseParser(Statuses())
     with contextlib.suppress(httptools.HttpParserUpgrade):
         parser.feed_data(data)
     assert all(100 <= s < 600 for s in statuses)

@@ -20,6 +20,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import httptools
 
@@ -78,7 +79,7 @@ class _Strict(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -211,7 +212,7 @@ def parse(data: bytes) -> list[t.Response]:
     fields: list[tuple[str, str]] = []
     body: list[bytes] = []
 
-    class Collect:
+    class Responses:
         def on_header(self, name: bytes, value: bytes) -> None:
             fields.append((name.decode(), value.decode("latin-1")))
 
@@ -223,7 +224,7 @@ def parse(data: bytes) -> list[t.Response]:
             fields.clear()
             body.clear()
 
-    parser = httptools.HttpResponseParser(Collect())
+    parser = httptools.HttpResponseParser(Responses())
     parser.feed_data(data)
     return done
 

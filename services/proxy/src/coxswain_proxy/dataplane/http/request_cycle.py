@@ -371,14 +371,14 @@ class RequestCycle:
         self.answer(status, responses.simple(status, reason, close=self.must_close()))
 
     def local_headers(self, status: int, headers: list[tuple[str, str]], plan: RulePlan) -> None:
-        raw = apply_plan(plan.response, encoded(headers)) + self.cors
+        raw = apply_plan(plan.response, heads.encoded(headers)) + self.cors
         text = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in raw]
         self.answer(status, responses.with_headers(status, text, close=self.must_close()))
 
     def must_close(self) -> bool:
         # A body not read yet would have to be drained first (and an Expect: 100-continue
         # client may never send it): closing is simpler and always correct.
-        if not self.request_done and has_body(self.headers):
+        if not self.request_done and heads.has_body(self.headers):
             self.keep_alive = False
         return not self.keep_alive
 
@@ -472,19 +472,3 @@ class RequestCycle:
             self._drop_upstream()
         elif self.origin is not None:
             self.rt.connector.cancel(self.origin, self)
-
-
-def header(headers: list[tuple[bytes, bytes]], wanted: bytes) -> bytes:
-    for name, value in headers:
-        if name.lower() == wanted:
-            return value
-    return b""
-
-
-def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
-    length = header(headers, b"content-length").strip()
-    return bool(length and length != b"0") or bool(header(headers, b"transfer-encoding"))
-
-
-def encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
