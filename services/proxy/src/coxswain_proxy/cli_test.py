@@ -4,8 +4,8 @@ Covers: the flags reach the wire (node id, scope, endpoints, token and bundle pa
 name), /readyz is 503 naming the missing snapshot until one is applied and 200 after, the
 discovery metrics, exit status 0 on SIGTERM with a stream open; the readiness text once
 discovery has stopped; the slow-client flags reach the data plane's limits, name their defaults
-and refuse a bound that is none. Leaves out the stream's behaviour (client_test.py) and what the
-limits do (dataplane/timeouts_test.py).
+and refuse a bound that is none. Leaves out the stream's behaviour (discovery/client_test.py) and
+what the limits do (dataplane/timeouts_test.py).
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """`Dataplane`: the data plane's one entry point, `apply(resources) -> bound ports`.
 
-Where it sits: in-process (`--workers 1`) the discovery client's swap calls `apply()` with the
-held resources; with several workers each worker process runs its own `Dataplane` and
-`workers` relays snapshots to it. `apply()` compiles off the event loop (certificates and
-regular expressions take a while), swaps `Runtime.tables` in one assignment, then brings the
-listeners in line. `close()` is the graceful shutdown of conventions item 8: close listeners,
-ask each connection to finish, wait with a bound, then close what is left.
+Where it sits: in-process (`--workers 1`) the relay (`wiring.Relay`) calls `apply()` with the
+resources of each snapshot the discovery client commits; with several workers each worker process
+runs its own `Dataplane` and `workers` relays snapshots to it. `apply()` compiles off the event loop
+(certificates and regular expressions take a while), swaps `Runtime.tables` in one assignment, then
+brings the listeners in line. `close()` is the graceful shutdown of conventions item 8: close
+listeners, ask each connection to finish, wait with a bound, then close what is left. It makes the
+worker's pool (`upstream.connector.PooledConnector`), sweeps it and closes it; the request path sees
+that pool only as `Runtime.connector`, a `contracts.Connector`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ CORS lists, origins and max age), with the model's own validation never consulte
 are built as model values directly, which check nothing. Over real sockets, a data plane asked
 to apply such a snapshot keeps serving the one it had, and nothing injected reaches the
 backend. Leaves out the model's rules (coxswain_routing.values_test) and the Nack
-(snapshot_test.py, client_test.py).
+(discovery/snapshot_test.py, discovery/client_test.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Where it sits: `listeners` serves an HTTPS port as plain TCP whose protocol is a `Handshake`.
 It upgrades the transport with `loop.start_tls` and, once the handshake is done, hands the TLS
-transport to a new `http11.HttpConnection`. Until then it sits in `Runtime.handshakes`, where
+transport to a new `http.http11.HttpConnection`. Until then it sits in `Runtime.handshakes`, where
 the data plane's once-a-second sweep (`core.Dataplane.sweep`) ends it once it has taken longer
 than `Config.handshake_timeout` — a client that connects and says nothing, or sends half a
 ClientHello — and counts it as a `handshake` client timeout.

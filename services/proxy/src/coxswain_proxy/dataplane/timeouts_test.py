@@ -10,8 +10,8 @@ stats merge the counts; the defaults are no laxer than nginx's 60 s.
 
 The clock is fast-forwarded: a test skips time by calling the data plane's sweep with a later
 loop time (and giving the connections the same clock), never by waiting for it. Leaves out the
-once-a-second sweeper task (http11_test's slowloris test runs it on the real clock) and the
-flags (cli_test.py).
+once-a-second sweeper task (http/http11_test's slowloris test runs it on the real clock) and the
+flags (coxswain_proxy/cli_test.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The proxy's exception tree.
+"""The discovery flow's exception tree (the data plane's is `dataplane.errors`).
 
 Every failure the discovery client distinguishes has its own class here, so the stream loop can
 decide what to do (Nack, back off, stop) from the type alone. Third-party exceptions (grpc,

@@ -2,7 +2,8 @@
 
 Each test runs a data plane on loopback with a snapshot built in the test, in front of the
 devkit echo backend (or a purpose-built misbehaving one), and asserts on the bytes a client gets.
-Leaves out TLS (tls_test.py), snapshot swaps under load (swap_test.py) and workers.
+Leaves out TLS (dataplane/tls_test.py), snapshot swaps under load (dataplane/swap_test.py)
+and workers; the phases each request goes through (phases_test.py).
 """
 
 from __future__ import annotations
