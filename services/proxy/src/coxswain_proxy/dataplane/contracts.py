@@ -12,8 +12,10 @@ connection its cycles, the pool its upstream connections). So the graph has no c
 
 - `Downstream`: the client connection, as a cycle uses it. HTTP/1.1's `http.http11.HttpConnection`
   satisfies it now, and the HTTP/2 server connection's streams are to next, so it names no
-  HTTP/1.1 machinery (transport, parser, pipelining queue): writes, reading paused and resumed
-  for a reason (`http.flow`), the facts of where the request came from, and the end.
+  HTTP/1.1 machinery (transport, parser, pipelining queue): writes, the `Gate` its reading is
+  held by, the facts of where the request came from, and the end.
+- `Gate`: what holds a connection's reading while any reason (a `http.flow` bit) holds it;
+  `http.flow.ReadGate` pauses a transport, an HTTP/2 stream's would withhold its window.
 - `Upstream`: a connection to a backend, as the cycle and the pool use it; satisfied by
   `upstream.connection.UpstreamConnection` and `upstream.h2c.H2cConnection`, which share
   `upstream.shell.UpstreamShell`.
@@ -34,6 +36,18 @@ from typing import Protocol
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.http.heads import ResponseFields
 from coxswain_proxy.dataplane.upstream.picker import Origin
+
+
+class Gate(Protocol):
+    """Reading held while any reason holds it (`http.flow.ReadGate`)."""
+
+    @property
+    def held(self) -> int:
+        """A bit per reason holding reading now; 0: reading."""
+
+    def pause(self, reason: int) -> None: ...
+
+    def resume(self, reason: int) -> None: ...
 
 
 class Downstream(Protocol):
@@ -59,14 +73,12 @@ class Downstream(Protocol):
     def write_paused(self) -> bool:
         """It takes no more for now (its write buffer is past the high-water mark)."""
 
+    @property
+    def gate(self) -> Gate:
+        """What holds reading from the client (a body with nowhere to go, a full upstream)."""
+
     def write(self, data: bytes) -> None:
         """Send `data` to the client, after what was sent before; nothing once it has closed."""
-
-    def pause_reading(self, reason: int) -> None:
-        """Stop reading from the client while `reason` (a `flow` bit) holds."""
-
-    def resume_reading(self, reason: int) -> None:
-        """`reason` no longer holds; reading resumes once no other one does."""
 
     def finished(self, cycle: object, keep_alive: bool) -> None:
         """`cycle` is answered and its request read whole (or never will be): the next one."""
@@ -110,15 +122,15 @@ class Upstream(Protocol):
     @property
     def transport(self) -> asyncio.Transport | None: ...
 
+    @property
+    def gate(self) -> Gate:
+        """What holds reading from the backend (a client that takes no more for now)."""
+
     def bind(self, cycle: UpstreamCallbacks, head_only: bool) -> None:
         """Serve `cycle`'s request next (`head_only`: a HEAD, whose response has no body)."""
 
     def write(self, data: bytes) -> None:
         """Request bytes, as HTTP/1.1 (an h2c connection re-frames them)."""
-
-    def pause_reading(self, reason: int) -> None: ...
-
-    def resume_reading(self, reason: int) -> None: ...
 
     def close(self) -> None:
         """Close it and tell the pool, which lets a waiter open one in its place."""

@@ -23,6 +23,7 @@ they were the next request's header fields.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 from collections import deque
@@ -57,7 +58,7 @@ class HttpConnection(asyncio.Protocol):
         "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
         "current", "queue", "parsing", "url", "headers", "size", "host", "says_connection",
         "clock", "last_active", "head_started", "closed", "tunnel", "write_paused", "drain",
-        "forwarded", "limit", "outbox", "pause_reading", "resume_reading",
+        "forwarded", "limit", "outbox", "write",
         "codings", "refusing", "target_limit",
     )  # fmt: skip
 
@@ -93,9 +94,6 @@ class HttpConnection(asyncio.Protocol):
         self.codings: bytes | None = None  # the head's Transfer-Encoding values, joined
         self.refusing = 0  # a request could not be parsed: the status it gets in its turn
         self.target_limit = rt.config.max_target_bytes
-        # The gate's own methods: a request cycle pausing reading makes one call, not two.
-        self.pause_reading: Callable[[int], None] = self.gate.pause
-        self.resume_reading: Callable[[int], None] = self.gate.resume
 
     # ------------------------------------------------------------------ connection lifetime
 
@@ -104,6 +102,9 @@ class HttpConnection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
         self.gate.transport = self.transport
         flow.limit_writes(self.transport)
+        # What a request cycle sends the client: the outbox's own write, bound to this transport
+        # (one call, as if the cycle made it; the outbox drops what a closed transport is sent).
+        self.write: Callable[[bytes], None] = functools.partial(self.outbox.write, self.transport)
         peer = transport.get_extra_info("peername")
         self.client = peer[0] if peer else ""
         self.forwarded = heads.forwarded_tail(self.client, self.scheme)
@@ -213,11 +214,6 @@ class HttpConnection(asyncio.Protocol):
             self.outbox.write(self.transport, responses.canned(status, close=True))
         self.rt.stats.request(stats.NO_ROUTE, status)
         self.close()
-
-    def write(self, data: bytes) -> None:
-        transport = self.transport
-        if transport is not None and not self.closed:
-            self.outbox.write(transport, data)
 
     def close(self) -> None:
         if self.transport is not None and not self.closed:

@@ -157,9 +157,10 @@ class RequestCycle:
         else:
             connection.write(self.head)
         conn = self.conn
-        conn.resume_reading(flow.BODY_WAIT)
+        if conn.gate.held:
+            conn.gate.resume(flow.BODY_WAIT)
         if conn.write_paused:
-            connection.pause_reading(flow.PEER_FULL)
+            connection.gate.pause(flow.PEER_FULL)
 
     def connect_failed(self, exc: Exception) -> None:
         if self.phase == CONNECTING:
@@ -342,7 +343,7 @@ class RequestCycle:
         self.phase = TUNNEL
         upstream.cycle = None
         self.conn.become_tunnel(upstream)  # what is held for the client goes out first
-        upstream.resume_reading(flow.PEER_FULL)
+        upstream.gate.resume(flow.PEER_FULL)
 
     def flush(self) -> None:
         out = self.out
@@ -353,17 +354,17 @@ class RequestCycle:
 
     def pause_upstream(self) -> None:
         if self.upstream is not None:
-            self.upstream.pause_reading(flow.PEER_FULL)
+            self.upstream.gate.pause(flow.PEER_FULL)
 
     def resume_upstream(self) -> None:
         if self.upstream is not None:
-            self.upstream.resume_reading(flow.PEER_FULL)
+            self.upstream.gate.resume(flow.PEER_FULL)
 
     def upstream_writable(self, writable: bool) -> None:
         if writable:
-            self.conn.resume_reading(flow.PEER_FULL)
+            self.conn.gate.resume(flow.PEER_FULL)
         else:
-            self.conn.pause_reading(flow.PEER_FULL)
+            self.conn.gate.pause(flow.PEER_FULL)
 
     # ------------------------------------------------------------------ answers of its own
 
@@ -409,7 +410,7 @@ class RequestCycle:
         self.body.append(framed)
         self.pending += len(framed)
         if self.pending > flow.HIGH_WATER:
-            self.conn.pause_reading(flow.BODY_WAIT)
+            self.conn.gate.pause(flow.BODY_WAIT)
 
     def _frame(self, chunk: bytes) -> bytes:
         if self.chunked:

@@ -16,7 +16,6 @@ may be the end of a body delimited by the close, for HTTP/2 it never is.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import ClassVar, cast
 
 from coxswain_proxy.dataplane import errors
@@ -28,7 +27,6 @@ from coxswain_proxy.dataplane.upstream.picker import Origin
 class UpstreamShell(asyncio.Protocol):
     __slots__ = (
         "connector", "origin", "transport", "gate", "cycle", "closed", "tunnel", "limit",
-        "pause_reading", "resume_reading",
     )  # fmt: skip
 
     # What the cycle bound is told when the backend closes cleanly (no error from the socket).
@@ -43,9 +41,6 @@ class UpstreamShell(asyncio.Protocol):
         self.closed = False
         self.tunnel: asyncio.Transport | None = None  # after a 101: the client's transport
         self.limit = limit  # bytes of a response head: beyond, 502 (issue 7, item 3)
-        # The gate's own methods: a cycle pausing this reading makes one call, not two.
-        self.pause_reading: Callable[[int], None] = self.gate.pause
-        self.resume_reading: Callable[[int], None] = self.gate.resume
 
     def bind(self, cycle: UpstreamCallbacks, head_only: bool) -> None:
         raise NotImplementedError
