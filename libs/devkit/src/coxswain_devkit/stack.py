@@ -104,6 +104,7 @@ class Stack:
     def start(self, *, with_proxy: bool = True) -> Stack:
         try:
             self._start_apiserver()
+            self._start_load_balancer()
             self._start_echoes()
             self._start_identity()
             self.start_controller()
@@ -152,9 +153,27 @@ class Stack:
                 lambda body: core.create_namespaced_service_account(PROXY_ACCOUNT[0], body),
                 {"metadata": {"name": PROXY_ACCOUNT[1]}},
             )
+            # The shared proxies' Service: the controller mirrors its endpoints next to each
+            # Gateway's VIP Service. The proxies run as processes on 127.0.0.1, not as pods.
+            _create_absent(
+                lambda body: core.create_namespaced_service(PROXY_ACCOUNT[0], body),
+                _shared_proxy_service(),
+            )
+            discovery: Any = kubernetes.client.DiscoveryV1Api(client)
+            _create_absent(
+                lambda body: discovery.create_namespaced_endpoint_slice(PROXY_ACCOUNT[0], body),
+                _shared_proxy_slice(),
+            )
             create: Any = kubernetes.utils.create_from_dict  # untyped in the client
             for obj in self.extra_objects:
                 create(client, obj)
+
+    def _start_load_balancer(self) -> None:
+        """Each LoadBalancer Service (every shared Gateway's VIP) gets its own loopback address,
+        relayed to the shared proxy, as a cloud load balancer would (docs/testing.md)."""
+        self._run(
+            "devkit", "lb", "lb", "--api-server", self.api_url, listening="load balancer started"
+        )
 
     def _start_echoes(self) -> None:
         for namespace, service in self.echo_services:
@@ -294,6 +313,28 @@ def _wait_for_bundle(core: Any) -> str:
         if time.monotonic() > deadline:
             raise ProcessError("the identity service never published the trust bundle")
         time.sleep(0.1)
+
+
+def _shared_proxy_service() -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": PROXY_ACCOUNT[1],
+            "labels": {"app.kubernetes.io/name": "coxswain-proxy"},
+        },
+        "spec": {"ports": [{"name": "admin", "port": 9092, "protocol": "TCP"}]},
+    }
+
+
+def _shared_proxy_slice() -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"{PROXY_ACCOUNT[1]}-local",
+            "labels": {"kubernetes.io/service-name": PROXY_ACCOUNT[1]},
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "admin", "port": 9092, "protocol": "TCP"}],
+        "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
+    }
 
 
 def _endpoint_slice(echo: EchoBackend) -> dict[str, Any]:
