@@ -199,8 +199,11 @@ class Changes:
 
     async def wait(self, within: float) -> None:
         """Until something changed since the last call, or `within` seconds passed."""
+        # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that arrives
+        # as the event is set, and a loop that waits here would then never stop.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), within)
+            async with asyncio.timeout(within):
+                await self._event.wait()
         self._event.clear()
 
     async def _follow(self, where: str) -> None:

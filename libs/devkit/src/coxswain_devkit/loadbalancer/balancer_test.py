@@ -193,7 +193,8 @@ async def test_udp_is_relayed_to_each_client(kube: k.Kube, lb: LoadBalancer) -> 
             for i, (transport, _) in enumerate(clients):
                 transport.sendto(b"q%d" % i)
             try:
-                got = [await asyncio.wait_for(c.replies.get(), 0.5) for _, c in clients]
+                async with asyncio.timeout(0.5):
+                    got = [await c.replies.get() for _, c in clients]
             except TimeoutError:
                 return False  # the relay may not have its endpoints yet: ask again
             return got == [b"echo:q0", b"echo:q1"]

@@ -125,9 +125,8 @@ class _Client(_Side):
         loop = asyncio.get_running_loop()
         for host, port in self._relay.backends.order():
             try:
-                _, upstream = await asyncio.wait_for(
-                    loop.create_connection(_Side, host, port), CONNECT_SECONDS
-                )
+                async with asyncio.timeout(CONNECT_SECONDS):  # not wait_for: see kube.Changes
+                    _, upstream = await loop.create_connection(_Side, host, port)
             except (OSError, TimeoutError):
                 continue
             if self.transport is None:  # the client left meanwhile

@@ -125,7 +125,8 @@ class Kubectl:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
-        out, _ = await asyncio.wait_for(process.communicate(), 60)
+        async with asyncio.timeout(60):
+            out, _ = await process.communicate()
         if ok:
             assert process.returncode == 0, out.decode()
         return out.decode()

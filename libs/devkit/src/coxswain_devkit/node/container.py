@@ -72,7 +72,9 @@ def _now() -> str:
 async def _probe_once(session: aiohttp.ClientSession, probe: Probe) -> bool:
     try:
         if probe.kind == "tcp":
-            _, writer = await asyncio.wait_for(asyncio.open_connection(probe.host, probe.port), 1.0)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow the probe's cancellation.
+            async with asyncio.timeout(PROBE_TIMEOUT.total):
+                _, writer = await asyncio.open_connection(probe.host, probe.port)
             writer.close()
             return True
         url = f"{probe.scheme.lower()}://{probe.host}:{probe.port}{probe.path}"
@@ -125,7 +127,8 @@ class Container:
         if process is not None and process.returncode is None:
             process.send_signal(signal.SIGTERM)
             try:
-                await asyncio.wait_for(process.wait(), min(grace, self._settings.stop_grace))
+                async with asyncio.timeout(min(grace, self._settings.stop_grace)):
+                    await process.wait()
             except TimeoutError:
                 log.warning("container ignored SIGTERM", extra={"fields": {"pid": process.pid}})
         if process is not None:

@@ -46,10 +46,12 @@ async def test_kubectl_logs_follow_ends_with_the_container(
         *kubectl.base, "logs", "-f", pod["metadata"]["name"], stdout=asyncio.subprocess.PIPE
     )
     assert follow.stdout is not None
-    first = await asyncio.wait_for(follow.stdout.readline(), 60)
+    async with asyncio.timeout(60):
+        first = await follow.stdout.readline()
     assert b"echo listening" in first
     await kube.merge_patch(f"{DEPLOYMENTS}/web", {"spec": {"replicas": 0}})
-    rest, _ = await asyncio.wait_for(follow.communicate(), 60)
+    async with asyncio.timeout(60):
+        rest, _ = await follow.communicate()
     assert follow.returncode == 0
     assert b'"msg": "stopped"' in rest, "the follow streamed the process's last lines, then ended"
 
