@@ -12,17 +12,15 @@ of the pod's node (see `apiserver/podlogs.py`).
 from __future__ import annotations
 
 import asyncio
-import logging
+import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from datetime import UTC, datetime
 
 from aiohttp import web
 
 __all__ = ["KubeletServer", "LogBuffer", "LIMIT_BYTES"]
-
-log = logging.getLogger("coxswain_devkit.node")
 
 LIMIT_BYTES = 4 * 1024 * 1024  # per container instance
 Lookup = Callable[[str, str, str, bool], "LogBuffer | str"]  # a buffer, or why there is none
@@ -66,7 +64,7 @@ class LogBuffer:
 
     async def lines(
         self, *, tail: int | None, since: float | None, follow: bool
-    ) -> AsyncIterator[tuple[float, bytes]]:
+    ) -> AsyncGenerator[tuple[float, bytes], None]:
         cursor = self._start(tail, since)
         while True:
             cursor = max(cursor, self._dropped)
@@ -116,29 +114,33 @@ class KubeletServer:
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
         m = request.match_info
-        previous = request.query.get("previous", "") in ("true", "1")
-        found = self._lookup(m["namespace"], m["pod"], m["container"], previous)
+        found = self._lookup(m["namespace"], m["pod"], m["container"], _flag(request, "previous"))
         if isinstance(found, str):
             return web.Response(status=400, text=found)
-        since_seconds = _int(request, "sinceSeconds")
-        since = time.time() - since_seconds if since_seconds is not None else None
-        follow = request.query.get("follow", "") in ("true", "1")
-        stamps = request.query.get("timestamps", "") in ("true", "1")
-        budget = _int(request, "limitBytes")
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
         try:
-            async for ts, line in found.lines(
-                tail=_int(request, "tailLines"), since=since, follow=follow
-            ):
-                chunk = _stamp(ts) + line if stamps else line
-                if budget is not None:
-                    chunk, budget = chunk[:budget], budget - len(chunk)
-                await response.write(chunk)
-                if budget is not None and budget <= 0:
-                    break
-        except (ConnectionResetError, asyncio.CancelledError):
-            log.debug("log follower went away", extra={"fields": {"pod": m["pod"]}})
-            raise
-        await response.write_eof()
+            await _stream(found, request, response)
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the reader went away: nothing left to tell it
         return response
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "") in ("true", "1")
+
+
+async def _stream(buffer: LogBuffer, request: web.Request, response: web.StreamResponse) -> None:
+    since_seconds = _int(request, "sinceSeconds")
+    since = time.time() - since_seconds if since_seconds is not None else None
+    stamps, budget = _flag(request, "timestamps"), _int(request, "limitBytes")
+    tail, follow = _int(request, "tailLines"), _flag(request, "follow")
+    async with contextlib.aclosing(buffer.lines(tail=tail, since=since, follow=follow)) as lines:
+        async for ts, line in lines:
+            chunk = _stamp(ts) + line if stamps else line
+            if budget is not None:
+                chunk, budget = chunk[:budget], budget - len(chunk)
+            await response.write(chunk)
+            if budget is not None and budget <= 0:
+                return
