@@ -17,26 +17,8 @@ import grpc
 import grpc.aio
 import pytest
 
+from coxswain_devkit.protowire import I32, I64, LEN, VARINT, f_len, tag, varint
 from coxswain_proto import discovery, identity, rpc
-
-VARINT, I64, LEN, I32 = 0, 1, 2, 5
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def tag(number: int, wire: int) -> bytes:
-    return varint(number << 3 | wire)
-
-
-def f_len(number: int, payload: bytes) -> bytes:
-    return tag(number, LEN) + varint(len(payload)) + payload
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ Leaves out the well-formed refusals (issuance_test.py) and the CSR rules (csr_te
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -20,35 +19,11 @@ import pytest
 from cryptography import x509
 from prometheus_client import REGISTRY
 
+from coxswain_devkit.protowire import I32, I64, LEN, VARINT, WRONG, f_len, tag, varint
 from coxswain_identity import csr, service, validate
 from coxswain_identity.conftest import SHARED_PROXY, issue, make_csr, token
 from coxswain_proto import rpc
 
-VARINT, I64, LEN, I32 = 0, 1, 2, 5
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def tag(number: int, wire: int) -> bytes:
-    return varint(number << 3 | wire)
-
-
-def f_len(number: int, payload: bytes) -> bytes:
-    return tag(number, LEN) + varint(len(payload)) + payload
-
-
-WRONG: dict[int, Callable[[int], bytes]] = {
-    VARINT: lambda n: tag(n, VARINT) + b"\x05",
-    I64: lambda n: tag(n, I64) + b"\x01" * 8,
-    I32: lambda n: tag(n, I32) + b"\x01" * 4,
-}
 TOKEN, CSR = f_len(1, b"a.b.c"), f_len(2, b"-----BEGIN CERTIFICATE REQUEST-----\n")
 
 CASES = [

@@ -36,49 +36,22 @@ from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_devkit import crds
 from coxswain_devkit.apiserver import ThreadedApiServer
 from coxswain_devkit.pki import CertificateAuthority
+from coxswain_devkit.protowire import (
+    LEN,
+    VARINT,
+    WIRE_NAMES,
+    WRONG,
+    f_len,
+    f_str,
+    f_varint,
+    tag,
+    varint,
+)
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
 from coxswain_routing import Endpoint, EndpointSet
 
 WAIT = 15.0
-VARINT, I64, LEN, I32 = 0, 1, 2, 5
-
-# ------------------------------------------------------------------ a tiny protobuf encoder
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def tag(number: int, wire: int) -> bytes:
-    return varint(number << 3 | wire)
-
-
-def f_varint(number: int, value: int) -> bytes:
-    return tag(number, VARINT) + varint(value)
-
-
-def f_len(number: int, payload: bytes) -> bytes:
-    return tag(number, LEN) + varint(len(payload)) + payload
-
-
-def f_str(number: int, text: str) -> bytes:
-    return f_len(number, text.encode())
-
-
-WRONG: dict[int, Callable[[int], bytes]] = {
-    VARINT: lambda n: f_varint(n, 5),
-    I64: lambda n: tag(n, I64) + b"\x01" * 8,
-    LEN: lambda n: f_len(n, b"xy"),
-    I32: lambda n: tag(n, I32) + b"\x01" * 4,
-}
-WIRE_NAMES = {VARINT: "varint", I64: "fixed64", LEN: "length-delimited", I32: "fixed32"}
-
 # ------------------------------------------------------------------ well-formed pieces
 
 NODE, WIRE_VERSION = f_str(1, "forged"), f_varint(2, rpc.WIRE_VERSION)
