@@ -38,6 +38,7 @@ from coxswain_routing import (
     Candidate,
     Outcome,
     RequestTarget,
+    host_pattern_covers,
     is_preflight,
     normalize_host,
     preflight_headers,
@@ -176,7 +177,7 @@ def _check_misdirected(cycle: RequestCycle, tables: Tables, host: str) -> None:
     assert conn.sni is not None
     info = tables.ports.get(conn.port)
     allowed = targets.sni_names(info.hostnames if info is not None else (), conn.sni[0])
-    if allowed and not any(targets.covers(p, normalize_host(host)) for p in allowed):
+    if allowed and not any(host_pattern_covers(p, normalize_host(host)) for p in allowed):
         raise _Misdirected("the Host is not served by the certificate's listener")
 
 

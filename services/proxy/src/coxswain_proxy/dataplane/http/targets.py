@@ -12,7 +12,7 @@ import ipaddress
 import re
 
 from coxswain_proxy.dataplane import errors
-from coxswain_routing import normalize_host
+from coxswain_routing import host_pattern_covers, normalize_host
 
 # RFC 9110 §7.2: Host = uri-host [ ":" port ]; RFC 3986 §3.2.2: host = IP-literal / IPv4address
 # / reg-name, reg-name = *( unreserved / pct-encoded / sub-delims ), port = *DIGIT. Stricter
@@ -175,12 +175,11 @@ def sni_names(hostnames: tuple[str, ...], server_name: str) -> tuple[str, ...]:
     server_name = normalize_host(server_name)
     best = ""
     for pattern in hostnames:
-        if covers(pattern, server_name) and (not best or best.startswith("*.")):
+        # The one wildcard rule (coxswain_routing), as the controller attached routes by it.
+        if (
+            pattern
+            and host_pattern_covers(pattern, server_name)
+            and (not best or best.startswith("*."))
+        ):
             best = pattern
     return (best,) if best else ()
-
-
-def covers(pattern: str, host: str) -> bool:
-    if pattern.startswith("*."):
-        return host.endswith(pattern[1:]) and len(host) > len(pattern) - 1
-    return pattern == host
