@@ -17,7 +17,19 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector as _Base
 
+from coxswain_proxy.dataplane import stats as counters
 from coxswain_proxy.dataplane.stats import LATENCY_BOUNDS, TIMEOUT_KINDS, Stats
+
+# The stream route families: (name, help, kind, index in a route's counters).
+_STREAM_FAMILIES = (
+    ("connections", "Connections (UDP: sessions) accepted", CounterMetricFamily,
+     counters.STREAM_TOTAL),
+    ("active", "Connections (UDP: sessions) open now", GaugeMetricFamily, counters.STREAM_ACTIVE),
+    ("received_bytes", "Bytes from clients", CounterMetricFamily, counters.STREAM_RECEIVED),
+    ("sent_bytes", "Bytes to clients", CounterMetricFamily, counters.STREAM_SENT),
+    ("refused", "Connections (UDP: sessions) refused: no route, an unresolved share, a "
+     "member that could not be dialled", CounterMetricFamily, counters.STREAM_REFUSED),
+)  # fmt: skip
 
 
 class Collector(_Base):
@@ -58,6 +70,7 @@ class Collector(_Base):
         for kind in TIMEOUT_KINDS:
             timeouts.add_metric([kind], stats.client_timeouts[kind])
         yield timeouts
+        yield from _streams(stats)
         applied = self._applied_at()
         age = time.time() - applied if applied else 0.0
         yield GaugeMetricFamily(
@@ -65,3 +78,12 @@ class Collector(_Base):
             "Seconds since the data plane swapped in its current snapshot (0: none yet).",
             value=age,
         )
+
+
+def _streams(stats: Stats) -> Iterator[Metric]:
+    """Per TCPRoute, TLSRoute and UDPRoute (route: kind/namespace/name, or "none")."""
+    for name, text, family, index in _STREAM_FAMILIES:
+        metric = family(f"coxswain_proxy_stream_{name}", f"{text}, by route.", labels=["route"])
+        for route, counts in sorted(stats.streams.items()):
+            metric.add_metric([route], counts[index])
+        yield metric

@@ -26,6 +26,7 @@ from coxswain_proxy.dataplane.listeners import Listeners
 from coxswain_proxy.dataplane.runtime import Config, Runtime
 from coxswain_proxy.dataplane.upstream import mirror
 from coxswain_proxy.dataplane.upstream.connector import PooledConnector
+from coxswain_routing import ListenerProtocol
 from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,11 @@ class Options:
 class BoundPort:
     port: int  # the routing port (what the controller asked for)
     actual: int  # the port bound
-    tls: bool
+    protocol: ListenerProtocol  # what NodeStatus reports: the listener's (TLS, not TCP)
+
+
+def _http(tls: bool) -> ListenerProtocol:
+    return ListenerProtocol.HTTPS if tls else ListenerProtocol.HTTP
 
 
 class Dataplane:
@@ -98,15 +103,20 @@ class Dataplane:
         # The swap: from here every new request reads the new tables.
         self.rt.tables = compiled
         self.applied_at = time.time()
-        await self.listeners.sync(compiled.ports)
+        await self.listeners.sync(compiled.ports, compiled.streams.ports)
         return self.bound()
 
     def bound(self) -> list[BoundPort]:
         if self.listeners is None:
             return []
-        return sorted(
-            BoundPort(b.info.port, b.port, b.info.tls) for b in self.listeners.bound.values()
-        )
+        http = [
+            BoundPort(b.info.port, b.port, _http(b.info.tls)) for b in self.listeners.bound.values()
+        ]
+        streams = [
+            BoundPort(port, b.actual, protocol)
+            for (port, protocol), b in self.listeners.streams.bound.items()
+        ]
+        return sorted(http + streams)
 
     async def _sweep(self) -> None:
         assert self.rt is not None and self._connector is not None

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from coxswain_proxy.dataplane import handshake, tls
 from coxswain_proxy.dataplane.http.http11 import HttpConnection
 from coxswain_proxy.dataplane.runtime import Runtime
+from coxswain_proxy.dataplane.stream.binds import StreamBinds
+from coxswain_proxy.dataplane.stream.compiled import StreamPort
 from coxswain_proxy.dataplane.tables import PortInfo
 
 log = logging.getLogger(__name__)
@@ -51,13 +53,18 @@ class Listeners:
         self._reuse_port = reuse_port  # workers each bind the same ports
         self._sockets = sockets or {}  # pre-bound sockets by routing port (inherited)
         self.bound: dict[int, BoundListener] = {}  # by routing port
+        # TCP, TLS-passthrough and UDP ports (`stream.binds`), UDP in a port space of its own.
+        self.streams = StreamBinds(rt, address=address, port_map=port_map, reuse_port=reuse_port)
 
-    async def sync(self, wanted: dict[int, PortInfo]) -> None:
+    async def sync(
+        self, wanted: dict[int, PortInfo], streams: frozenset[StreamPort] = frozenset()
+    ) -> None:
         for port in [p for p, b in self.bound.items() if wanted.get(p) != b.info]:
             self._unbind(port)
         for port, info in wanted.items():
             if port not in self.bound:
                 await self._bind(info)
+        await self.streams.sync(streams)
 
     async def _bind(self, info: PortInfo) -> None:
         try:
@@ -113,3 +120,4 @@ class Listeners:
     def close(self) -> None:
         for port in list(self.bound):
             self.bound.pop(port).server.close()
+        self.streams.close()

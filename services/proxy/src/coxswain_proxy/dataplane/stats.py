@@ -23,10 +23,15 @@ IDLE = "idle"  # no request came on a connection between requests: closed
 HANDSHAKE = "handshake"  # its TLS handshake did not finish in time: closed
 TIMEOUT_KINDS = (HEAD, BODY, IDLE, HANDSHAKE)
 
+# A stream route's counters (`Stats.streams[route]`, a list indexed so): connections accepted
+# for it, open now, bytes from clients, bytes to clients, connections (or sessions) refused.
+STREAM_TOTAL, STREAM_ACTIVE, STREAM_RECEIVED, STREAM_SENT, STREAM_REFUSED = range(5)
+
 
 class Stats:
     __slots__ = (
         "requests", "buckets", "latency_sum", "latency_count", "connections", "client_timeouts",
+        "streams",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -36,6 +41,14 @@ class Stats:
         self.latency_count = 0
         self.connections = 0  # client connections open now
         self.client_timeouts = dict.fromkeys(TIMEOUT_KINDS, 0)  # kind -> connections ended
+        self.streams: dict[str, list[int]] = {}  # stream route -> counters (STREAM_*)
+
+    def stream(self, route: str) -> list[int]:
+        """The counters of one stream route, which its connections update in place."""
+        counts = self.streams.get(route)
+        if counts is None:
+            counts = self.streams[route] = [0, 0, 0, 0, 0]
+        return counts
 
     def request(self, route: str, status: int) -> None:
         key = (route, status // 100)
@@ -57,6 +70,7 @@ class Stats:
             "latency_count": self.latency_count,
             "connections": self.connections,
             "client_timeouts": dict(self.client_timeouts),
+            "streams": {route: list(counts) for route, counts in self.streams.items()},
         }
 
     @classmethod
@@ -73,4 +87,8 @@ class Stats:
             total.connections += snap["connections"]
             for kind, count in snap["client_timeouts"].items():
                 total.client_timeouts[kind] += count
+            for route, counts in snap.get("streams", {}).items():
+                mine = total.stream(route)
+                for i, count in enumerate(counts):
+                    mine[i] += count
         return total

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import framing, tls
+from coxswain_proxy.dataplane.stream import compiled
 from coxswain_proxy.dataplane.upstream import backend_tls
 from coxswain_proxy.dataplane.upstream.picker import H2C, EndpointPicker
 from coxswain_routing import (
@@ -231,6 +232,8 @@ class Tables:
         default_factory=dict
     )
     no_memo: frozenset[int] = frozenset()
+    # TCP, TLS-passthrough and UDP ports: their routes and the ports to bind (`stream/`).
+    streams: compiled.Streams = field(default_factory=compiled.Streams)
 
     def picker(self, backend: Backend) -> EndpointPicker | None:
         if backend.tls is None and backend.protocol is not BackendProtocol.H2C:
@@ -395,4 +398,5 @@ def compile_tables(
             version=version,
             sources=keyed,
             no_memo=header_ports,
+            streams=compiled.compile_streams(keyed, previous.streams if previous else None),
         )

@@ -146,7 +146,7 @@ class Relay:
 
 
 def _protocol(bound: BoundPort) -> pb.ListenerProtocol:
-    return pb.ListenerProtocol.HTTPS if bound.tls else pb.ListenerProtocol.HTTP
+    return pb.ListenerProtocol[bound.protocol.value]
 
 
 async def start(

@@ -38,7 +38,7 @@ from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import tables
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.stats import Stats
-from coxswain_routing import Resource, from_wire, to_wire
+from coxswain_routing import ListenerProtocol, Resource, from_wire, to_wire
 from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class Workers:
             self._sent = keyed
         # Report a port bound only when every worker bound it: what a client can rely on.
         common = set.intersection(*({tuple(b) for b in a["bound"]} for a in answers))
-        return sorted(BoundPort(*b) for b in common)
+        return sorted(BoundPort(p, a, ListenerProtocol(proto)) for p, a, proto in common)
 
     async def stats(self) -> Stats:
         answers = await asyncio.gather(*(w.call(STATS) for w in self.workers))
@@ -216,7 +216,7 @@ async def _serve(sock: socket.socket, options: Options) -> None:
                 gcpause.served(len(resources), full=snapshot.full)
                 answer: Any = {
                     "swapped": snapshot.version,
-                    "bound": [[b.port, b.actual, b.tls] for b in bound],
+                    "bound": [[b.port, b.actual, b.protocol.value] for b in bound],
                 }
             elif kind == STATS:
                 assert plane.rt is not None

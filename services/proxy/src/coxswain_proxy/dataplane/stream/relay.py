@@ -1,0 +1,256 @@
+"""The TCP relay: a client connection and the backend connection it is committed to, as a pair.
+
+Where it sits: `binds` serves a TCP listener's port with `tcp_factory`, a TLS-passthrough one
+with `passthrough.passthrough_factory`; each accepted connection makes one `StreamRelay`, whose two
+`RelaySide`s are the client's and the backend's protocols. The relay picks its route from the
+tables served at accept (`compiled.PortStreams`) and keeps that choice to its end: a snapshot swap
+never moves or cuts it. It sits in `Runtime.connections`, so the data plane's sweep ends it when
+idle and a shutdown closes it after the grace period.
+
+Why the shape: bulk throughput is kernel work, so each side is an `asyncio.BufferedProtocol`
+reading into a large buffer of its own and handing a view of it to the other side's `write()`,
+no bytes object made per read. A write the kernel does not take at once is queued by the
+transport, which may hold the view: the side then reads into a fresh buffer. Backpressure is the
+transports' own: a side whose write buffer is over its high-water mark pauses reading on the
+other side (`pause_writing`), both ways. Half-close: an EOF from one side is passed on as
+`write_eof()` to the other, which keeps sending until it, too, ends; the pair closes when both
+directions have ended, or at once when either side is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+from coxswain_proxy.dataplane import stats
+from coxswain_proxy.dataplane.runtime import Runtime
+from coxswain_proxy.dataplane.stream.compiled import StreamPort
+from coxswain_routing import ListenerProtocol
+
+READ_BUFFER = 256 * 1024  # each side's read buffer: large reads, few calls
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    idle_timeout: float = 600.0  # no byte either way this long: closed (nginx proxy_timeout 10m)
+    hello_timeout: float = 10.0  # a TLS passthrough client's ClientHello must arrive within this
+    udp_idle_timeout: float = 60.0  # a UDP session with no datagram either way this long: ended
+    udp_sessions: int = 16384  # UDP sessions per bound port: a new client past it is dropped
+    udp_queue: int = 64  # datagrams held per UDP session while its backend socket opens
+
+
+DEFAULT_LIMITS = StreamLimits()
+
+
+class RelaySide(asyncio.BufferedProtocol):
+    """One connection of the pair: what it reads is written to `peer`, the other's transport."""
+
+    __slots__ = ("relay", "transport", "peer", "buffer", "view", "counts", "index", "ended")
+
+    def __init__(self, relay: StreamRelay, index: int) -> None:
+        self.relay = relay
+        self.transport: asyncio.Transport | None = None
+        self.peer: asyncio.Transport | None = None  # None until both ends are connected
+        self.buffer = bytearray(READ_BUFFER)
+        self.view = memoryview(self.buffer)
+        self.counts = relay.counts
+        self.index = index  # the counter its reads add to (STREAM_RECEIVED or STREAM_SENT)
+        self.ended = False  # its EOF has arrived (and been passed on)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self.relay.side_made(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        peer = self.peer
+        self.relay.active = True
+        self.counts[self.index] += nbytes
+        if peer is None:
+            self.relay.early(bytes(self.view[:nbytes]))
+            return
+        peer.write(self.view[:nbytes])
+        if peer.get_write_buffer_size():
+            # The transport queued what the kernel did not take, perhaps as our view.
+            self.buffer = bytearray(READ_BUFFER)
+            self.view = memoryview(self.buffer)
+
+    def eof_received(self) -> bool:
+        self.relay.side_ended(self)
+        return True  # keep the transport: the other direction may still be sending
+
+    def pause_writing(self) -> None:
+        other = self.relay.other(self)
+        if other is not None and other.transport is not None:
+            other.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        other = self.relay.other(self)
+        if other is not None and other.transport is not None:
+            other.transport.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.relay.side_lost(self)
+
+
+class StreamRelay:
+    """One client connection's relay: its route, its backend, its counters, its idleness."""
+
+    __slots__ = (
+        "rt", "port", "limits", "client", "backend", "counts", "active", "last", "dialling",
+        "replay", "closed",
+    )  # fmt: skip
+
+    def __init__(self, rt: Runtime, port: StreamPort, limits: StreamLimits) -> None:
+        self.rt = rt
+        self.port = port
+        self.limits = limits
+        self.counts = _UNROUTED  # the route's counters, once routed
+        self.client = RelaySide(self, stats.STREAM_RECEIVED)
+        self.backend: RelaySide | None = None
+        self.active = False  # a byte moved since the last sweep
+        self.last = rt.loop.time()  # the sweep's clock when it last saw the relay active
+        self.dialling: asyncio.Task[None] | None = None
+        self.replay: list[bytes] = []  # client bytes read before routing, for the backend
+        self.closed = False
+
+    # -- the client's side arrives first
+
+    def side_made(self, side: RelaySide) -> None:
+        if side is self.client:
+            self.rt.connections.add(self)
+            self.accepted()
+            return
+        self._joined()
+
+    def accepted(self) -> None:
+        """A plain TCP port routes at once, before reading a byte."""
+        assert self.client.transport is not None
+        self.client.transport.pause_reading()
+        self.route("")
+
+    def early(self, data: bytes) -> None:
+        """Bytes read before the backend is connected (passthrough reads its ClientHello)."""
+        self.replay.append(data)
+
+    def route(self, server_name: str) -> None:
+        """Commit the connection to a route, a backendRef and an endpoint, or refuse it."""
+        tables = self.rt.tables
+        routes = tables.streams.routes.get(self.port) if tables is not None else None
+        choice = routes.choose(server_name) if routes is not None else None
+        if choice is None:
+            self.refuse(stats.NO_ROUTE)
+            return
+        self.counts = self.rt.stats.stream(choice.route)
+        self.counts[stats.STREAM_TOTAL] += 1
+        self.counts[stats.STREAM_ACTIVE] += 1
+        self.client.counts = self.counts
+        self.counts[stats.STREAM_RECEIVED] += sum(map(len, self.replay))
+        assert tables is not None
+        origin = choice.pick(tables.endpoints)
+        if origin is None:
+            self.refuse()
+            return
+        self.dialling = self.rt.loop.create_task(self._dial(origin[0], origin[1]))
+
+    def refuse(self, route: str = "") -> None:
+        counts = self.rt.stats.stream(route) if route else self.counts
+        counts[stats.STREAM_REFUSED] += 1
+        self.close()
+
+    async def _dial(self, host: str, port: int) -> None:
+        backend = self.backend = RelaySide(self, stats.STREAM_SENT)
+        backend.counts = self.counts
+        try:
+            async with asyncio.timeout(self.rt.config.connect_timeout):
+                await self.rt.loop.create_connection(lambda: backend, host, port)
+        except (OSError, TimeoutError):
+            # Spec 003: "a member that cannot be dialed refuses the connection rather than
+            # passing it to a sibling".
+            self.backend = None
+            self.refuse()
+
+    def _joined(self) -> None:
+        client, backend = self.client, self.backend
+        assert client.transport is not None and backend is not None
+        assert backend.transport is not None
+        if self.closed:
+            backend.transport.abort()
+            return
+        client.peer, backend.peer = backend.transport, client.transport
+        for data in self.replay:
+            backend.transport.write(data)
+        self.replay = []
+        if client.ended:
+            backend.transport.write_eof()
+        client.transport.resume_reading()
+
+    # -- ends
+
+    def other(self, side: RelaySide) -> RelaySide | None:
+        return self.backend if side is self.client else self.client
+
+    def side_ended(self, side: RelaySide) -> None:
+        side.ended = True
+        if side.peer is not None and side.peer.can_write_eof():
+            side.peer.write_eof()
+        other = self.other(side)
+        if other is not None and other.ended:
+            self._finish()
+
+    def _finish(self) -> None:
+        """Both directions have ended: close both, each after what it still has to write."""
+        for side in (self.client, self.backend):
+            if side is not None and side.transport is not None:
+                side.transport.close()
+        self._done()
+
+    def side_lost(self, side: RelaySide) -> None:
+        other = self.other(side)
+        if other is not None and other.transport is not None and not other.transport.is_closing():
+            other.transport.close()  # writes what it holds, then closes
+        self._done()
+
+    def _done(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        rt = self.rt
+        if self.counts is not _UNROUTED:
+            self.counts[stats.STREAM_ACTIVE] -= 1
+        if self.dialling is not None and not self.dialling.done():
+            self.dialling.cancel()
+        rt.connections.discard(self)
+        if rt.draining and not rt.connections:
+            rt.idle.set()
+
+    # -- runtime.Sweepable
+
+    def sweep(self, now: float) -> None:
+        if self.active:
+            self.active, self.last = False, now
+        elif now - self.last >= self.limits.idle_timeout:
+            self.close()
+
+    def shutdown(self) -> None:
+        """A drain lets a relay run on: it is closed when the grace period ends."""
+
+    def close(self) -> None:
+        for side in (self.client, self.backend):
+            if side is not None and side.transport is not None:
+                side.transport.abort()
+        self._done()
+
+
+# The counters a relay updates before it is routed: never reported.
+_UNROUTED: list[int] = [0, 0, 0, 0, 0]
+
+
+def tcp_factory(rt: Runtime, port: int, limits: StreamLimits) -> Callable[[], RelaySide]:
+    """The protocol factory of a TCP listener's port."""
+    key = (port, ListenerProtocol.TCP)
+    return lambda: StreamRelay(rt, key, limits).client
