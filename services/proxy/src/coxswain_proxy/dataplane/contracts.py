@@ -97,6 +97,9 @@ class UpstreamCallbacks(Protocol):
 
     def response_body(self, body: bytes) -> None: ...
 
+    def response_trailers(self, fields: list[tuple[bytes, bytes]]) -> None:
+        """Trailer fields (from an HTTP/2 upstream), before `response_complete`."""
+
     def response_complete(self, keep_alive: bool) -> None: ...
 
     def upstream_failed(self, exc: errors.DataplaneError) -> None: ...

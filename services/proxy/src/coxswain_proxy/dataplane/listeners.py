@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from coxswain_proxy.dataplane import handshake, tls
 from coxswain_proxy.dataplane.http.http11 import HttpConnection
+from coxswain_proxy.dataplane.http2 import negotiate
+from coxswain_proxy.dataplane.http2.server import H2ServerConnection
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.stream.binds import StreamBinds
 from coxswain_proxy.dataplane.stream.compiled import StreamPort
@@ -84,12 +86,10 @@ class Listeners:
     def _factory(self, info: PortInfo) -> Callable[[], asyncio.Protocol]:
         rt, port = self._rt, info.port
         if not info.tls:
-            return lambda: HttpConnection(rt, port, "http")
+            return negotiate.cleartext(rt, port)  # HTTP/1.1, or h2c by prior knowledge
         context = tls.front_context(lambda: rt.tables.tls.get(port) if rt.tables else None)
 
-        def connection() -> HttpConnection:
-            return HttpConnection(rt, port, "https")
-
+        connection = negotiate.encrypted(rt, port)  # HTTP/1.1 or h2, as ALPN chose
         return lambda: handshake.Handshake(rt, context, connection)
 
     async def _serve(
@@ -112,7 +112,7 @@ class Listeners:
         bound = self.bound.pop(port)
         bound.server.close()
         for conn in list(self._rt.connections):
-            if isinstance(conn, HttpConnection) and conn.port == port:
+            if isinstance(conn, (HttpConnection, H2ServerConnection)) and conn.port == port:
                 conn.drain = True
                 conn.shutdown()
         log.info("listener removed, draining", extra={"fields": {"port": port}})

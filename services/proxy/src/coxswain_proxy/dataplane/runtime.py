@@ -17,6 +17,7 @@ from typing import Protocol
 from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.contracts import Connector
 from coxswain_proxy.dataplane.http.outbox import Outbox
+from coxswain_proxy.dataplane.http2.limits import H2Limits
 from coxswain_proxy.dataplane.tables import Tables
 from coxswain_proxy.dataplane.upstream.pool import Limits
 
@@ -35,6 +36,7 @@ class Config:
     grace_seconds: float = 10.0  # SIGTERM: in-flight requests get this long
     replay_limit: int = 64 * 1024  # request bodies up to this are kept for retries and mirrors
     pool: Limits = field(default_factory=Limits)
+    h2: H2Limits = field(default_factory=H2Limits)  # HTTP/2 clients' bounds (`http2.limits`)
 
 
 class Sweepable(Protocol):

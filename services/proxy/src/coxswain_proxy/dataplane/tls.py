@@ -25,7 +25,7 @@ from coxswain_routing import TlsCertificate, TlsStore, normalize_host
 
 log = logging.getLogger(__name__)
 
-ALPN = ["http/1.1"]
+ALPN = ["h2", "http/1.1"]  # RFC 9113 §3.2: h2 when the client offers it (the server picks)
 # The attribute the SNI callback leaves on a handshake's `SSLObject`: (server name, the names of
 # the listener chosen), which the connection reads to answer 421 for other Hosts.
 SNI_ATTRIBUTE = "coxswain_sni"

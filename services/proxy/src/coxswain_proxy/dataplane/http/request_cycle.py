@@ -330,6 +330,12 @@ class RequestCycle:
             self.keep_alive = False  # answered before the body ended: do not read the rest
         self._finish()
 
+    def response_trailers(self, fields: list[tuple[bytes, bytes]]) -> None:
+        """An HTTP/2 upstream's trailer fields. An HTTP/1.1 client does not get them: RFC 9112
+        §7.1.2 lets a recipient that re-frames a message "selectively retain or discard the
+        received trailer fields" (an HTTP/2 client's cycle, `http2.stream`, relays them)."""
+        del fields
+
     def upstream_upgraded(self, rest: bytes) -> None:
         upstream, self.upstream = self.upstream, None
         if upstream is None or self.status != 101 or upstream.transport is None:

@@ -1,0 +1,389 @@
+"""The server side of one HTTP/2 connection: the `h2` state machine, its streams, its bounds.
+
+Where it sits: `negotiate` hands a client connection here once it speaks HTTP/2. Each request
+stream becomes a `h2stream.H2Stream` and a `h2stream.StreamCycle` started through `http.dispatch`,
+exactly as `http.http11` starts its cycles; the frames the streams produce go out in one write
+per read (`batching`) or per upstream read (`flush_soon`). To the runtime it is a
+`runtime.Sweepable`: swept every second (stalled windows, slow bodies, idle), shut down with
+GOAWAY and a drain.
+
+The bounds (`limits`), each quoted where it is enforced: concurrent streams, rapid reset,
+control-frame floods, header list size (the `h2` library's HPACK decoder, and its cap of 64
+CONTINUATION frames per header block), stalled windows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import cast
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+import h2.settings
+
+from coxswain_proxy.dataplane import stats
+from coxswain_proxy.dataplane.http import dispatch, flow, heads
+from coxswain_proxy.dataplane.http2 import limits, validate
+from coxswain_proxy.dataplane.http2.h2stream import H2Stream, StreamCycle
+from coxswain_proxy.dataplane.runtime import Runtime
+
+_CONFIG = h2.config.H2Configuration(
+    client_side=False,
+    header_encoding=None,
+    # Checked by `validate`, so that a malformed request is one stream's error (RFC 9113 §8.1.1).
+    validate_inbound_headers=False,
+    normalize_inbound_headers=False,
+    validate_outbound_headers=False,
+    normalize_outbound_headers=False,
+)
+# The connection-level receive window (RFC 9113 §6.9.2: only WINDOW_UPDATE changes it, from
+# 65,535): room for several streams' bodies at once, each bounded by its own window.
+CONNECTION_WINDOW = 4 * 1024 * 1024
+
+
+class H2ServerConnection(asyncio.Protocol):
+    __slots__ = (
+        "rt", "port", "scheme", "sni", "forwarded", "transport", "h2", "streams", "closed",
+        "write_paused", "batching", "going_away", "drain", "last_active", "resets", "control",
+        "limits",
+    )  # fmt: skip
+
+    def __init__(
+        self, rt: Runtime, port: int, scheme: str, sni: tuple[str, tuple[str, ...]] | None
+    ) -> None:
+        self.rt = rt
+        self.port = port
+        self.scheme = scheme
+        self.sni = sni
+        self.forwarded = b""
+        self.transport: asyncio.Transport | None = None
+        self.h2 = h2.connection.H2Connection(config=_CONFIG)
+        self.streams: dict[int, H2Stream] = {}
+        self.closed = False
+        self.write_paused = False
+        self.batching = False  # inside data_received: frames go out in one write at its end
+        self.going_away = False  # GOAWAY sent: no new streams, close when the last one ends
+        self.drain = False  # its listener was removed (`listeners`)
+        self.last_active = rt.loop.time()
+        bounds = self.limits = rt.config.h2
+        self.resets = limits.Flood(bounds.max_resets, bounds.window_seconds)
+        self.control = limits.Flood(bounds.max_control_frames, bounds.window_seconds)
+
+    # ------------------------------------------------------------------ connection lifetime
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        flow.limit_writes(self.transport)
+        peer = transport.get_extra_info("peername")
+        self.forwarded = heads.forwarded_tail(peer[0] if peer else "", self.scheme)
+        config, bounds = self.rt.config, self.limits
+        conn = self.h2
+        conn.local_settings = h2.settings.Settings(
+            client=False,
+            initial_values={
+                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: bounds.max_concurrent_streams,
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: bounds.initial_window,
+                # HPACK bombs: the decoded header list is bounded, not only its encoding.
+                h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: config.max_header_bytes,
+                h2.settings.SettingCodes.ENABLE_PUSH: 0,
+            },
+        )
+        conn.decoder.max_header_list_size = config.max_header_bytes
+        conn.initiate_connection()
+        conn.increment_flow_control_window(CONNECTION_WINDOW - 65535)
+        self.rt.connections.add(self)
+        self.rt.stats.connections += 1
+        self.flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        rt = self.rt
+        if self in rt.connections:
+            rt.connections.discard(self)
+            rt.stats.connections -= 1
+        if rt.draining and not rt.connections:
+            rt.idle.set()
+        streams, self.streams = self.streams, {}
+        for stream in streams.values():
+            stream.ended = True
+            if stream.cycle is not None:
+                stream.cycle.abandon()
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        for stream in self.streams.values():
+            if stream.cycle is not None:
+                stream.cycle.pause_upstream()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        for stream in list(self.streams.values()):
+            if stream.cycle is not None and not stream.paused_upstream:
+                stream.cycle.resume_upstream()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_active = self.rt.loop.time()
+        try:
+            events = self.h2.receive_data(data)
+        except h2.exceptions.DenialOfServiceError:
+            # The header list decoded past SETTINGS_MAX_HEADER_LIST_SIZE (an HPACK bomb).
+            self.abort(limits.ENHANCE_YOUR_CALM)
+            return
+        except h2.exceptions.ProtocolError as exc:
+            self.abort(int(getattr(exc, "error_code", limits.PROTOCOL_ERROR)))
+            return
+        self.batching = True
+        try:
+            for event in events:
+                self._event(event)
+                if self.closed:
+                    return
+        finally:
+            self.batching = False
+        self.flush()
+
+    # ------------------------------------------------------------------ events
+
+    def _event(self, event: h2.events.Event) -> None:
+        if isinstance(event, h2.events.RequestReceived):
+            self._request(event.stream_id, event.headers or [], event.stream_ended is not None)
+        elif isinstance(event, h2.events.DataReceived):
+            self._data(event)
+        elif isinstance(event, h2.events.StreamEnded):
+            self._ended(event.stream_id)
+        elif isinstance(event, h2.events.WindowUpdated):
+            if event.stream_id:
+                stream = self.streams.get(event.stream_id)
+                if stream is not None:
+                    stream.send()
+            else:
+                self._send_all()
+        elif isinstance(event, h2.events.StreamReset):
+            self._client_reset(event.stream_id)
+        elif isinstance(
+            event,
+            (h2.events.RemoteSettingsChanged, h2.events.PingReceived, h2.events.PriorityUpdated),
+        ):
+            # CVE-2019-9512 (ping flood), -9515 (settings flood), -9516 (priority): each frame is
+            # free to send and costs an answer or work; past the bound the client is cut off.
+            if self.control.hit(self.last_active):
+                self.abort(limits.ENHANCE_YOUR_CALM)
+            elif isinstance(event, h2.events.RemoteSettingsChanged):
+                self._send_all()
+        elif isinstance(event, h2.events.ConnectionTerminated):
+            self.going_away = True
+            if not self.streams:
+                self.close()
+
+    def _request(self, stream_id: int, block: list[tuple[bytes, bytes]], ended: bool) -> None:
+        if self.going_away or len(self.streams) >= self.limits.max_concurrent_streams:
+            # RFC 9113 §5.1.2: "An endpoint that receives a HEADERS frame that causes its
+            # advertised concurrent stream limit to be exceeded MUST treat this as a stream
+            # error ... of type PROTOCOL_ERROR or REFUSED_STREAM"; §6.8: after GOAWAY, streams
+            # above its last id are not processed (REFUSED_STREAM says: safe to retry).
+            self._reset_id(stream_id, limits.REFUSED_STREAM)
+            return
+        try:
+            request = validate.request(block)
+        except validate.MalformedRequest:
+            self.rt.stats.request(stats.NO_ROUTE, 400)
+            self._reset_id(stream_id, limits.PROTOCOL_ERROR)
+            return
+        stream = H2Stream(self, stream_id, request.method == b"HEAD")
+        stream.length = request.length
+        stream.read_at = self.last_active
+        fields = request.fields
+        if not ended and request.length < 0:
+            fields.append(validate.CHUNKED)  # a body of unknown length goes upstream chunked
+        cycle = StreamCycle(
+            stream, self.rt, request.method, request.target, fields, heads.HTTP11, True, False,
+            request.authority,
+        )  # fmt: skip
+        cycle.setup(stream, request.grpc, request.deadline)
+        stream.cycle = cycle
+        self.streams[stream_id] = stream
+        dispatch.start(cycle)
+        if ended:
+            self._ended(stream_id)
+
+    def _data(self, event: h2.events.DataReceived) -> None:
+        stream = self.streams.get(event.stream_id)
+        size = event.flow_controlled_length or 0
+        if stream is None or stream.request_done:
+            self.acknowledge(event.stream_id, size)  # nobody wants it: the window reopens
+            return
+        data = event.data or b""
+        stream.received += len(data)
+        stream.read_at = self.last_active
+        if 0 <= stream.length < stream.received:
+            self._malformed_length(stream)
+            return
+        cycle = stream.cycle
+        if cycle is not None and data:
+            cycle.request_body(data)
+        stream.taken(size)
+
+    def _ended(self, stream_id: int) -> None:
+        stream = self.streams.get(stream_id)
+        if stream is None or stream.request_done:
+            return
+        if stream.length >= 0 and stream.received != stream.length:
+            self._malformed_length(stream)
+            return
+        stream.request_done = True
+        if stream.cycle is not None:
+            stream.cycle.request_complete()
+
+    def _malformed_length(self, stream: H2Stream) -> None:
+        # RFC 9113 §8.1.1: "A request or response is also malformed if the value of a
+        # content-length header field does not equal the sum of the DATA frame payload lengths".
+        stream.reset(limits.PROTOCOL_ERROR)
+
+    def _client_reset(self, stream_id: int) -> None:
+        stream = self.streams.pop(stream_id, None)
+        if stream is not None:
+            stream.ended = True
+            if stream.cycle is not None:
+                stream.cycle.abandon()
+                stream.cycle = None
+        # CVE-2023-44487 (HTTP/2 rapid reset): a client that opens and cancels streams at once
+        # costs the server a request's work each, without ever counting against
+        # SETTINGS_MAX_CONCURRENT_STREAMS: resets are bounded per window.
+        if self.resets.hit(self.last_active):
+            self.abort(limits.ENHANCE_YOUR_CALM)
+        elif self.going_away and not self.streams:
+            self.close()
+
+    # ------------------------------------------------------------------ what streams send
+
+    def now(self) -> float:
+        return self.rt.loop.time()
+
+    def send_headers(self, stream_id: int, block: list[tuple[bytes, bytes]], end: bool) -> None:
+        try:
+            self.h2.send_headers(stream_id, block, end_stream=end)
+        except h2.exceptions.H2Error:
+            return  # the client reset the stream meanwhile
+
+    def send_data(self, stream_id: int, data: bytearray) -> int:
+        """Send what the windows allow of `data`: how much."""
+        conn = self.h2
+        try:
+            window = min(len(data), conn.local_flow_control_window(stream_id))
+        except h2.exceptions.H2Error:
+            return 0
+        frame, sent = conn.max_outbound_frame_size, 0
+        while sent < window:
+            size = min(frame, window - sent)
+            conn.send_data(stream_id, bytes(data[sent : sent + size]))
+            sent += size
+        return sent
+
+    def end_stream(self, stream_id: int) -> None:
+        try:
+            self.h2.end_stream(stream_id)
+        except h2.exceptions.H2Error:
+            return
+
+    def reset(self, stream: H2Stream, code: int) -> None:
+        stream.ended = True
+        self._reset_id(stream.id, code)
+        self.streams.pop(stream.id, None)
+        cycle, stream.cycle = stream.cycle, None
+        if cycle is not None:
+            cycle.abandon()
+        self._maybe_close()
+
+    def _reset_id(self, stream_id: int, code: int) -> None:
+        try:
+            self.h2.reset_stream(stream_id, code)
+        except h2.exceptions.H2Error:
+            return
+        self.flush_soon()
+
+    def acknowledge(self, stream_id: int, size: int) -> None:
+        if size:
+            try:
+                self.h2.acknowledge_received_data(size, stream_id)
+            except h2.exceptions.H2Error:
+                return
+            self.flush_soon()
+
+    def stream_done(self, stream: H2Stream) -> None:
+        if stream.ended and stream.cycle is None:
+            self.streams.pop(stream.id, None)
+            self._maybe_close()
+        self.flush_soon()
+
+    def _maybe_close(self) -> None:
+        if not self.streams and (self.going_away or self.rt.draining or self.drain):
+            self.shutdown()
+
+    def _send_all(self) -> None:
+        for stream in list(self.streams.values()):
+            if stream.pending:
+                stream.send()
+
+    def flush_soon(self) -> None:
+        if not self.batching:
+            self.flush()
+
+    def flush(self) -> None:
+        data = self.h2.data_to_send()
+        if data and self.transport is not None and not self.closed:
+            self.transport.write(data)
+
+    # ------------------------------------------------------------------ ends and sweeps
+
+    def abort(self, code: int) -> None:
+        """A connection error (RFC 9113 §5.4.1): GOAWAY with `code`, then close."""
+        if self.closed:
+            return
+        with contextlib.suppress(h2.exceptions.H2Error):
+            self.h2.close_connection(code, last_stream_id=self.h2.highest_inbound_stream_id)
+        self.flush()
+        self.close()
+
+    def shutdown(self) -> None:
+        """GOAWAY (RFC 9113 §6.8): streams up to the last one received finish, then close."""
+        if self.closed:
+            return
+        if not self.going_away:
+            self.going_away = True
+            with contextlib.suppress(h2.exceptions.H2Error):
+                self.h2.close_connection(last_stream_id=self.h2.highest_inbound_stream_id)
+            self.flush()
+        if not self.streams:
+            self.close()
+
+    def close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
+
+    def sweep(self, now: float) -> None:
+        """Every second: a window stalled or a body paused past `body_timeout` resets its
+        stream; a connection with no stream for `keepalive_timeout` goes away."""
+        if self.closed:
+            return
+        config = self.rt.config
+        for stream in list(self.streams.values()):
+            if stream.stalled_at and now - stream.stalled_at > config.body_timeout:
+                # A client that never opens its window (a zero-window stall) would hold the
+                # response, its upstream and its buffers for ever.
+                self.rt.stats.client_timeout(stats.BODY)
+                stream.reset(limits.CANCEL)
+            elif stream.gate.held or stream.request_done or stream.cycle is None:
+                stream.read_at = now  # the proxy holds the body, or none is coming
+            elif now - stream.read_at > config.body_timeout:
+                self.rt.stats.client_timeout(stats.BODY)
+                stream.cycle.local(408, "request body timeout")
+        if not self.streams and now - self.last_active > config.keepalive_timeout:
+            self.rt.stats.client_timeout(stats.IDLE)
+            self.shutdown()
+        self.flush()
