@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import uvloop
+
 from coxswain_devkit import crds
 from coxswain_devkit._version import __version__
 from coxswain_devkit.apiserver import ApiServer
@@ -190,4 +192,6 @@ _COMMANDS = {"apiserver": run_apiserver, "echo": run_echo, "node": run_node, "lb
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logs.configure("devkit", args.log_level)
-    asyncio.run(_COMMANDS[args.command](args))
+    # The load balancer relays every benchmark request: on uvloop, as the proxy itself runs.
+    run = uvloop.run if args.command == "lb" else asyncio.run
+    run(_COMMANDS[args.command](args))

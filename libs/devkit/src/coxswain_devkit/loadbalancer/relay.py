@@ -64,8 +64,8 @@ class _Side(asyncio.Protocol):
         self.eof = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports do not subclass asyncio.Transport; both have its methods.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self.peer is not None and self.peer.transport is not None:
@@ -102,11 +102,24 @@ class _Side(asyncio.Protocol):
 
 
 class _Client(_Side):
-    """The client's connection to the load balancer: reads wait until an endpoint is connected."""
+    """The client's connection to the load balancer: reads wait until an endpoint is connected.
+
+    Reading is paused at once; what arrives regardless (uvloop starts reading only after
+    `connection_made` returns, undoing the pause) is held and sent first once connected.
+    """
 
     def __init__(self, relay: TcpRelay) -> None:
         super().__init__()
         self._relay = relay
+        self._early: list[bytes] = []
+
+    def data_received(self, data: bytes) -> None:
+        if self.peer is None:
+            self._early.append(data)
+            if self.transport is not None:
+                self.transport.pause_reading()
+            return
+        super().data_received(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -126,14 +139,16 @@ class _Client(_Side):
         for host, port in self._relay.backends.order():
             try:
                 async with asyncio.timeout(CONNECT_SECONDS):  # not wait_for: see kube.Changes
-                    _, upstream = await loop.create_connection(_Side, host, port)
+                    wire, upstream = await loop.create_connection(_Side, host, port)
             except (OSError, TimeoutError):
                 continue
             if self.transport is None:  # the client left meanwhile
                 upstream.close()
                 return
-            assert isinstance(upstream, _Side)
             self.peer, upstream.peer = upstream, self
+            for data in self._early:
+                wire.write(data)
+            self._early.clear()
             self.transport.resume_reading()
             return
         if self.transport is not None:
@@ -147,11 +162,13 @@ class TcpRelay:
         self.connecting: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int) -> int:
+        """Listen on (host, port); the port bound (port 0: the one the OS chose)."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             lambda: _Client(self), host, port, reuse_address=True
         )
+        return int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
         if self._server is not None:
@@ -214,12 +231,14 @@ class UdpRelay:
         self._sweeper: asyncio.Task[None] | None = None
         self._opening: set[asyncio.Task[Any]] = set()
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int) -> int:
+        """Listen on (host, port); the port bound (port 0: the one the OS chose)."""
         loop = asyncio.get_running_loop()
         self._transport, _ = await loop.create_datagram_endpoint(
             lambda: _Listener(self), local_addr=(host, port)
         )
         self._sweeper = loop.create_task(self._sweep())
+        return int(self._transport.get_extra_info("sockname")[1])
 
     def forward(self, data: bytes, client: Address) -> None:
         flow = self._flows.get(client)
