@@ -65,6 +65,9 @@ R = TypeVar("R", bound=Resource)
 # (lower-cased name, op, name as written, value), all bytes: applied to raw header lists.
 BytesPlan = tuple[tuple[bytes, HeaderOp, bytes, bytes], ...]
 
+# Backends spoken to in HTTP/2 (h2c without TLS): h2c, and gRPC, which needs HTTP/2 end to end.
+HTTP2_PROTOCOLS = frozenset({BackendProtocol.H2C, BackendProtocol.GRPC})
+
 
 def bytes_plan(plan: HeaderPlan) -> BytesPlan:
     """The plan in bytes; `framing.UnsafeField` for a name or value no head may carry."""
@@ -236,7 +239,7 @@ class Tables:
     streams: compiled.Streams = field(default_factory=compiled.Streams)
 
     def picker(self, backend: Backend) -> EndpointPicker | None:
-        if backend.tls is None and backend.protocol is not BackendProtocol.H2C:
+        if backend.tls is None and backend.protocol not in HTTP2_PROTOCOLS:
             return self.endpoints.get(backend.endpoints)
         return self.own_pickers.get(id(backend))
 
@@ -313,7 +316,7 @@ def check_routes(resource: HostRoutes) -> None:
 
 
 def _needs_own_picker(backend: Backend) -> bool:
-    return backend.tls is not None or backend.protocol is BackendProtocol.H2C
+    return backend.tls is not None or backend.protocol in HTTP2_PROTOCOLS
 
 
 def _own_picker_backends(routes: HostRoutes) -> Iterator[Backend]:

@@ -30,9 +30,12 @@ def _snapshot(port: int) -> list[t.Resource]:
 
 
 async def test_prior_knowledge_routes_by_authority_to_an_http11_backend() -> None:
-    async with EchoServer(pod="a-0") as echo, t.running(_snapshot(echo.port)) as plane:
-        async with connected(t.actual(plane)) as client:
-            answer = await client.get("/hello?x=1", "app.example.com")
+    async with (
+        EchoServer(pod="a-0") as echo,
+        t.running(_snapshot(echo.port)) as plane,
+        connected(t.actual(plane)) as client,
+    ):
+        answer = await client.get("/hello?x=1", "app.example.com")
         assert (await t.get(t.actual(plane), "/again")).status == 200  # HTTP/1.1 still
     assert answer.status == 200
     seen = json.loads(answer.body)
@@ -42,12 +45,15 @@ async def test_prior_knowledge_routes_by_authority_to_an_http11_backend() -> Non
 
 async def test_streams_run_side_by_side_and_bodies_pass_the_initial_window() -> None:
     body = b"x" * 300_000
-    async with EchoServer(pod="a-0") as echo, t.running(_snapshot(echo.port)) as plane:
-        async with connected(t.actual(plane)) as client:
-            ids = [client.request(f"/{i}") for i in range(5)]
-            posted = client.request("/post", method="POST", body=body)
-            answers = [await client.answer(i) for i in ids]
-            upload = await client.answer(posted)
+    async with (
+        EchoServer(pod="a-0") as echo,
+        t.running(_snapshot(echo.port)) as plane,
+        connected(t.actual(plane)) as client,
+    ):
+        ids = [client.request(f"/{i}") for i in range(5)]
+        posted = client.request("/post", method="POST", body=body)
+        answers = [await client.answer(i) for i in ids]
+        upload = await client.answer(posted)
     assert [json.loads(a.body)["path"] for a in answers] == [f"/{i}" for i in range(5)]
     assert upload.status == 200
     assert json.loads(upload.body)["headers"]["Transfer-Encoding"] == ["chunked"]
@@ -70,44 +76,62 @@ async def test_streams_run_side_by_side_and_bodies_pass_the_initial_window() -> 
             id="uppercase-name",
         ),
         pytest.param(
-            [(b":method", b"GET"), (b":scheme", b"http"), (b":path", b"/"),
-             (b"connection", b"keep-alive")],
+            [
+                (b":method", b"GET"),
+                (b":scheme", b"http"),
+                (b":path", b"/"),
+                (b"connection", b"keep-alive"),
+            ],
             id="connection-specific",
-        ),  # fmt: skip
+        ),
         pytest.param(
             [(b":method", b"GET"), (b":scheme", b"http"), (b":path", b"/"), (b"te", b"gzip")],
             id="te-not-trailers",
         ),
         pytest.param(
-            [(b":method", b"GET"), (b":scheme", b"http"), (b":path", b"/"),
-             (b":authority", b"a.example.com"), (b"host", b"b.example.com")],
+            [
+                (b":method", b"GET"),
+                (b":scheme", b"http"),
+                (b":path", b"/"),
+                (b":authority", b"a.example.com"),
+                (b"host", b"b.example.com"),
+            ],
             id="host-differs-from-authority",
-        ),  # fmt: skip
+        ),
     ],
 )
 async def test_a_malformed_request_resets_only_its_stream(block: list[tuple[bytes, bytes]]) -> None:
-    async with EchoServer(pod="a-0") as echo, t.running(_snapshot(echo.port)) as plane:
-        async with connected(t.actual(plane)) as client:
-            bad = await client.answer(client.request(block=block))
-            good = await client.get("/after")
+    async with (
+        EchoServer(pod="a-0") as echo,
+        t.running(_snapshot(echo.port)) as plane,
+        connected(t.actual(plane)) as client,
+    ):
+        bad = await client.answer(client.request(block=block))
+        good = await client.get("/after")
     assert bad.reset == limits.PROTOCOL_ERROR
     assert good.status == 200
 
 
 async def test_the_concurrent_streams_limit_is_advertised() -> None:
-    async with EchoServer(pod="a-0") as echo, t.running(_snapshot(echo.port)) as plane:
-        async with connected(t.actual(plane)) as client:
-            await client.get("/")
-            advertised = client.h2.remote_settings.max_concurrent_streams
+    async with (
+        EchoServer(pod="a-0") as echo,
+        t.running(_snapshot(echo.port)) as plane,
+        connected(t.actual(plane)) as client,
+    ):
+        await client.get("/")
+        advertised = client.h2.remote_settings.max_concurrent_streams
     assert advertised == limits.H2Limits().max_concurrent_streams
 
 
 async def test_removing_the_listener_sends_goaway_and_closes() -> None:
-    async with EchoServer(pod="a-0") as echo, t.running(_snapshot(echo.port)) as plane:
-        async with connected(t.actual(plane)) as client:
-            await client.get("/")
-            await plane.apply([t.endpoints("a", echo.port)])
-            await client.until(lambda: client.closed)
+    async with (
+        EchoServer(pod="a-0") as echo,
+        t.running(_snapshot(echo.port)) as plane,
+        connected(t.actual(plane)) as client,
+    ):
+        await client.get("/")
+        await plane.apply([t.endpoints("a", echo.port)])
+        await client.until(lambda: client.closed)
     assert client.goaway is not None and client.goaway.error_code == limits.NO_ERROR
 
 

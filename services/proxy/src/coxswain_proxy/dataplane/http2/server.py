@@ -362,9 +362,16 @@ class H2ServerConnection(asyncio.Protocol):
             self.close()
 
     def close(self) -> None:
-        if self.transport is not None and not self.closed:
+        transport = self.transport
+        if transport is None:
+            return
+        if not self.closed:
             self.closed = True
-            self.transport.close()
+            transport.close()
+        elif self in self.rt.connections:
+            # Closed once and still not gone (a TLS peer that never answers close_notify):
+            # the shutdown's grace is over, so the socket goes now.
+            transport.abort()
 
     def sweep(self, now: float) -> None:
         """Every second: a window stalled or a body paused past `body_timeout` resets its

@@ -13,6 +13,8 @@ knowledge" — the connection preface goes out at once (RFC 9113 §3.3), no Upgr
 stream runs at a time per connection, so the keep-alive pool, its limits and its retry rules
 apply unchanged; multiplexing would save connections, not change what a client sees.
 Connection-specific fields are dropped (RFC 9113 §8.2.2) and the Host becomes `:authority`.
+The response streams back as it arrives, its trailers passed on (`response_trailers`): gRPC
+backends (`BackendProtocol.GRPC`) are dialled here too, and their status is in the trailers.
 """
 
 from __future__ import annotations
@@ -110,6 +112,10 @@ class H2cConnection(UpstreamShell):
                 continue
             if name == b"content-length":
                 body_follows = body_follows or value.strip() not in (b"", b"0")
+            elif name == b"content-type" and value.startswith(b"application/grpc"):
+                # gRPC over HTTP/2: "TE → "te" "trailers" # Used to detect incompatible
+                # proxies"; the HTTP/1.1 head the cycle wrote dropped it as hop-by-hop.
+                headers.append((b"te", b"trailers"))
             headers.append((name, value))
         self.fields = headers
         if body_follows:
@@ -203,6 +209,8 @@ class H2cConnection(UpstreamShell):
             self.h2.acknowledge_received_data(event.flow_controlled_length, stream)
             if event.data:
                 cycle.response_body(event.data)
+        elif isinstance(event, h2.events.TrailersReceived):
+            cycle.response_trailers(list(event.headers or ()))
         elif isinstance(event, h2.events.StreamEnded):
             self.stream = 0
             cycle.response_complete(not self.goaway and stream < _LAST_STREAM)
