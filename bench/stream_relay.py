@@ -285,7 +285,7 @@ def report(seconds: int, relays: dict[str, tuple[int, int]]) -> None:
     ]
     print(f"{'scenario':30} {'nginx':>12} {'coxswain':>12} {'ratio':>7}")
     for name, measure in scenarios:
-        figures = {}
+        figures: dict[str, float] = {}
         for relay in ("nginx", "coxswain", "nginx", "coxswain"):  # alternating, best of two
             figures[relay] = max(figures.get(relay, 0.0), measure(*relays[relay]))
         ratio = figures["coxswain"] / figures["nginx"] if figures["nginx"] else 0.0
