@@ -24,6 +24,7 @@ from coxswain_routing._hosts import (
     hostnames_overlap,
     intersect_hostnames,
     normalize_host,
+    wildcard_suffixes,
 )
 from coxswain_routing._matcher import Miss, Outcome, Router, compile_router, parse_query
 from coxswain_routing._model import *  # noqa: F403 (the model's own __all__)
@@ -54,6 +55,7 @@ __all__ = [
     "host_pattern_covers",
     "hostnames_overlap",
     "intersect_hostnames",
+    "wildcard_suffixes",
     "prefix_covers",
     "Explanation",
     "Verdict",

@@ -29,8 +29,8 @@ from coxswain_routing import (
     TlsMode,
     WeightedRoundRobin,
     normalize_host,
+    wildcard_suffixes,
 )
-from coxswain_routing._hosts import wildcard_suffixes
 
 STREAM_PROTOCOLS = (ListenerProtocol.TCP, ListenerProtocol.TLS, ListenerProtocol.UDP)
 StreamPort = tuple[int, ListenerProtocol]  # (bind port, protocol): UDP has a port space of its own
