@@ -75,7 +75,8 @@ async def test_slices_follow_the_selected_pods(kube: k.Kube, agent: NodeAgent) -
     await kube.merge_patch(f"{DEPLOYMENTS}/web", {"spec": {"replicas": 1}})
     (pod,) = await ready_pods(kube, "web", 1)
     slice_ = await _endpoints(kube, "web", 1)
-    assert slice_["endpoints"][0]["targetRef"]["name"] == pod["metadata"]["name"]
+    (serving,) = [e for e in slice_["endpoints"] if e["conditions"]["ready"]]
+    assert serving["targetRef"]["name"] == pod["metadata"]["name"]
 
     await kube.delete(f"{SERVICES}/web")
 
