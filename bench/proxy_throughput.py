@@ -1,6 +1,6 @@
 """Benchmark: coxswain-proxy against nginx as a reverse proxy, in one run, alternating.
 
-    apt-get install -y nginx wrk          (Debian packages; not installed by default)
+    apt-get install -y nginx wrk nghttp2-client   (Debian packages; not installed by default)
     ./pants run bench:proxy_throughput    (add `-- --quick` for a smoke run)
     ./pants run bench:proxy_throughput -- --baseline REV   (also the proxy as of git REV)
 
@@ -9,8 +9,14 @@ same backend is driven through (a) nginx configured as a keep-alive reverse prox
 coxswain data plane with a real snapshot (100 routes, metrics on), each with the same number of
 worker processes, by `wrk` with 50 connections. Scenarios: HTTP keep-alive, HTTPS keep-alive,
 a new connection per request (HTTP), each with 1 worker and with N (CPU count) workers. It
-prints req/s, p50 and p99 for both and the ratio coxswain/nginx. Absolute numbers depend on
-the machine; docs/performance.md records the ratios.
+prints req/s, p50 and p99 for both and the ratio coxswain/nginx.
+
+HTTP/2 rows: `h2load` (50 connections x 10 concurrent streams) against nginx with `http2` on and
+against the proxy, in cleartext h2c (prior knowledge) and h2 over TLS (ALPN), both proxying to
+the same HTTP/1.1 backend; and a gRPC unary row, one async grpcio client loop (this file, run as
+`--grpc-client`) against nginx `grpc_pass` and against the proxy's gRPC backend, the backend
+being nginx serving a canned unary response over h2c (an empty message and `grpc-status: 0`).
+Absolute numbers depend on the machine; docs/performance.md records the ratios.
 
 `--baseline REV` adds a third column: the proxy's code as of git revision REV (extracted with
 `git archive` into a temporary folder and run from there), measured in the same run, so a
@@ -33,6 +39,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import coxswain_routing as routing
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_routing import (
     Backend,
@@ -81,6 +88,22 @@ http {{
 
 
 BACKEND_PORT = free_port()
+GRPC_BACKEND_PORT = free_port()  # h2c: nginx answering every gRPC call with an empty message
+GRPC_METHOD = "/bench.Bench/Unary"
+
+# The gRPC backend: a unary response is one length-prefixed message (here empty, 5 bytes:
+# uncompressed flag and a zero length) then the trailers; POST to a static file is 405 in
+# nginx, hence the error_page turning it into the file. The mirror is there only for its
+# `mirror_request_body on`: nginx then reads the request's body before it answers; answering
+# first, it resets the stream and sends frames that a proxy (nginx's grpc_pass) sees as for an
+# unknown stream, failing the next call on that connection.
+GRPC_BACKEND = (
+    f" }}\n  server {{ listen 127.0.0.1:{GRPC_BACKEND_PORT} http2; "
+    "location = /m { internal; return 204; } "
+    "location / { mirror /m; mirror_request_body on; "
+    "default_type application/grpc; add_trailer grpc-status 0 always; "
+    "error_page 405 =200 /unary.bin; root {root}; try_files /unary.bin =404; }"
+)
 
 
 @dataclass
@@ -125,9 +148,27 @@ def _latency(out: str, pct: str) -> float:
     return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
 
 
-def snapshot(port: int, tls_port: int, cert: TlsCertificate, backend_port: int) -> list[object]:
+def snapshot(
+    port: int, tls_port: int, cert: TlsCertificate, backend_port: int, grpc_port: int
+) -> list[object]:
     eps = EndpointSet("bench", "backend", 80, (Endpoint("127.0.0.1", backend_port),))
     backend = Backend(endpoints=eps.key)
+    grpc_rules: tuple[Rule, ...] = ()
+    extra: list[object] = []
+    # A baseline revision from before gRPC has no BackendProtocol: it gets no gRPC rule (and
+    # its column says n/a for the gRPC row).
+    protocol = getattr(routing, "BackendProtocol", None)
+    if protocol is not None:
+        grpc_eps = EndpointSet("bench", "grpc", 80, (Endpoint("127.0.0.1", grpc_port),))
+        grpc_backend = Backend(endpoints=grpc_eps.key, protocol=protocol.GRPC)
+        grpc_rules = (
+            Rule(
+                id=RouteId(2, "bench", "grpc"),
+                matches=(Match(path=PathMatch(value=GRPC_METHOD.rsplit("/", 1)[0])),),
+                backends=(grpc_backend,),
+            ),
+        )
+        extra.append(grpc_eps)
     rules = (
         *(
             Rule(
@@ -137,6 +178,7 @@ def snapshot(port: int, tls_port: int, cert: TlsCertificate, backend_port: int) 
             )
             for i in range(99)
         ),
+        *grpc_rules,
         Rule(id=RouteId(1, "bench", "root"), backends=(backend,)),
     )
     listeners = GatewayListeners(
@@ -151,6 +193,7 @@ def snapshot(port: int, tls_port: int, cert: TlsCertificate, backend_port: int) 
     return [
         listeners,
         eps,
+        *extra,
         HostRoutes("gateway/bench/gw", port, "bench.example.com", rules),
         HostRoutes("gateway/bench/gw", tls_port, "bench.example.com", rules),
         TlsStore(tls_port, (cert,)),
@@ -170,7 +213,7 @@ async def run_coxswain(
     from coxswain_proxy.dataplane.workers import Workers
 
     options = Options(shared=False, address="127.0.0.1", reuse_port=workers > 1)
-    resources = snapshot(port, tls_port, cert, backend_port)
+    resources = snapshot(port, tls_port, cert, backend_port, GRPC_BACKEND_PORT)
     if workers > 1:
         pool = await Workers(options).start(workers)
         await pool.apply(resources)  # type: ignore[arg-type]
@@ -196,7 +239,8 @@ def coxswain_process(
     """The proxy serving the bench snapshot: this checkout's, or the one extracted at `tree`."""
     # The backend's port is passed on: this module picks a fresh one at import, and a proxy
     # pointed at the wrong port answers 503s fast enough to look like a result.
-    args = [str(workers), str(port), str(tls_port), str(certdir), str(BACKEND_PORT)]
+    args = [str(workers), str(port), str(tls_port), str(certdir), str(BACKEND_PORT),
+            str(GRPC_BACKEND_PORT)]  # fmt: skip
     env = dict(os.environ)
     if tree is not None:
         # Ahead of this interpreter's own copies, so the baseline's modules are the ones run.
@@ -215,8 +259,13 @@ def extract(rev: str, into: Path) -> Path:
     return into
 
 
-def serve_main(workers: int, port: int, tls_port: int, certdir: Path, backend_port: int) -> None:
+def serve_main(
+    workers: int, port: int, tls_port: int, certdir: Path, backend_port: int, grpc_port: int
+) -> None:
     import uvloop
+
+    global GRPC_BACKEND_PORT
+    GRPC_BACKEND_PORT = grpc_port
 
     cert = TlsCertificate(
         ("bench.example.com",),
@@ -241,28 +290,41 @@ def serve_main(workers: int, port: int, tls_port: int, certdir: Path, backend_po
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--serve", nargs=5)
+    parser.add_argument("--serve", nargs=6)
+    parser.add_argument("--grpc-client", nargs=2, metavar=("PORT", "SECONDS"))
     parser.add_argument("--baseline", metavar="REV", help="also run the proxy as of git REV")
     args = parser.parse_args()
     if args.serve:
-        w, p, tp, d, bp = args.serve
-        serve_main(int(w), int(p), int(tp), Path(d), int(bp))
+        w, p, tp, d, bp, gp = args.serve
+        serve_main(int(w), int(p), int(tp), Path(d), int(bp), int(gp))
         return
-    for tool in ("wrk", "nginx"):
+    if args.grpc_client:
+        grpc_client_main(int(args.grpc_client[0]), float(args.grpc_client[1]))
+        return
+    for tool in ("wrk", "nginx", "h2load"):
         if shutil.which(tool) is None:
-            sys.exit(f"{tool} is not installed: apt-get install -y nginx wrk")
+            sys.exit(f"{tool} is not installed: apt-get install -y nginx wrk nghttp2-client")
     seconds = 3 if args.quick else 10
     root = Path(tempfile.mkdtemp(prefix="coxswain-bench-"))
     ca = CertificateAuthority.create()
     issued = ca.issue(dns=["bench.example.com"])
     (root / "chain.pem").write_bytes(issued.chain_pem)
     (root / "key.pem").write_bytes(issued.key_pem)
+    # nginx's workers run as another user: they may pass through the folder (not list it) and
+    # read the canned gRPC response, in a folder of its own; the key stays unreadable.
+    root.chmod(0o711)
+    (root / "grpc").mkdir(mode=0o755)
+    (root / "grpc" / "unary.bin").write_bytes(b"\x00\x00\x00\x00\x00")
+    (root / "grpc" / "unary.bin").chmod(0o644)
     ncpu = os.cpu_count() or 1
     backend = nginx_conf(
         root,
         workers=ncpu,
         listen=f"127.0.0.1:{BACKEND_PORT}",
-        body='location / { return 200 "' + BODY.decode() + '"; }',
+        body='location / { return 200 "'
+        + BODY.decode()
+        + '"; }'
+        + GRPC_BACKEND.replace("{root}", str(root / "grpc")),
     )
     baseline = extract(args.baseline, root / "baseline") if args.baseline else None
     procs = [subprocess.Popen(["nginx", "-c", str(backend), "-g", "daemon off;"])]
@@ -284,17 +346,32 @@ def main() -> None:
 
 def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> None:
     nport, ntls, cport, ctls = free_port(), free_port(), free_port(), free_port()
+    nh2c, nh2tls = free_port(), free_port()
     proxy_body = (
         "location / { proxy_pass http://backend; proxy_http_version 1.1; "
         'proxy_set_header Connection ""; proxy_set_header Host $host; '
         "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }"
     )
+    grpc_body = (
+        f"location {GRPC_METHOD.rsplit('/', 1)[0]}/ {{ grpc_pass grpc://grpcbackend; "
+        "grpc_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }"
+    )
     tls = f"ssl_certificate {root}/chain.pem; ssl_certificate_key {root}/key.pem; "
+    # nginx 1.22 takes h2c only by prior knowledge on a port of its own (`listen ... http2`),
+    # where the proxy's HTTP listener takes both; so nginx has two more ports, and the
+    # HTTP/1.1 rows' servers stay as they were.
+    servers = [
+        f"listen 127.0.0.1:{ntls} ssl; {tls} {proxy_body}",
+        f"listen 127.0.0.1:{nh2c} http2; {proxy_body} {grpc_body}",
+        f"listen 127.0.0.1:{nh2tls} ssl http2; {tls} {proxy_body} {grpc_body}",
+    ]
     conf = nginx_conf(
         root,
         workers=workers,
         listen=f"127.0.0.1:{nport}",
-        body=proxy_body + f" }}\n  server {{ listen 127.0.0.1:{ntls} ssl; {tls} " + proxy_body,
+        body=proxy_body
+        + "".join(f" }}\n  server {{ {server} " for server in servers)
+        + f" }}\n  upstream grpcbackend {{ server 127.0.0.1:{GRPC_BACKEND_PORT}; keepalive 128; ",
     )
     nginx = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"])
     cox = coxswain_process(workers, cport, ctls, root)
@@ -311,6 +388,7 @@ def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> No
         for port in (nport, cport, bport):
             if port:
                 _check(port)
+        label = f"{workers} worker{'s' if workers > 1 else ''}"
         scenarios = [
             ("HTTP keep-alive", "http://127.0.0.1:{}/p50/x", False, False),
             ("HTTPS keep-alive", "https://127.0.0.1:{}/p50/x", True, False),
@@ -319,20 +397,147 @@ def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> No
         for name, url, is_tls, new in scenarios:
             n = wrk(url.format(ntls if is_tls else nport), seconds, new_connections=new)
             c = wrk(url.format(ctls if is_tls else cport), seconds, new_connections=new)
-            label = f"{name}, {workers} worker{'s' if workers > 1 else ''}"
-            line = (
-                f"{label:42} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
-                f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}"
-            )
+            b = None
             if base is not None:
                 b = wrk(url.format(btls if is_tls else bport), seconds, new_connections=new)
-                line += f" {b.rps:10.0f} {b.p50_ms:7.2f} {b.p99_ms:7.2f} {b.rps / n.rps:6.2f}"
-            print(line, flush=True)
+            _row(f"{name}, {label}", n, c, b, base is not None)
+        h2 = [
+            ("HTTP/2 h2c 50x10 streams", "http://127.0.0.1:{}/p50/x", nh2c, cport, bport),
+            ("HTTP/2 TLS 50x10 streams", "https://127.0.0.1:{}/p50/x", nh2tls, ctls, btls),
+        ]
+        for name, url, nginx_port, cox_port, base_port in h2:
+            n = h2load(url.format(nginx_port), seconds, root)
+            c = h2load(url.format(cox_port), seconds, root)
+            b = None
+            if base is not None and _speaks_h2(url.format(base_port)):
+                b = h2load(url.format(base_port), seconds, root)
+            _row(f"{name}, {label}", n, c, b, base is not None)
+        n = grpc_load(nh2c, seconds)
+        c = grpc_load(cport, seconds)
+        b = grpc_load(bport, seconds) if base is not None and _speaks_grpc(bport) else None
+        _row(f"gRPC unary (grpcio client), {label}", n, c, b, base is not None)
     finally:
         for p in (nginx, cox, base):
             if p is not None:
                 p.terminate()
                 p.wait()
+
+
+def _row(label: str, n: Result, c: Result, b: Result | None, has_base: bool) -> None:
+    line = (
+        f"{label:42} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
+        f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}"
+    )
+    if b is not None:
+        line += f" {b.rps:10.0f} {b.p50_ms:7.2f} {b.p99_ms:7.2f} {b.rps / n.rps:6.2f}"
+    elif has_base:
+        line += f" {'n/a':>10} {'':7} {'':7} {'n/a':>6}"
+    print(line, flush=True)
+
+
+def h2load(url: str, seconds: int, root: Path) -> Result:
+    """One h2load run, 50 connections x 10 concurrent streams, two threads (as wrk's -t2).
+    h2load prints no percentiles: they come from its per-request log. Exits when any response
+    was not a 2xx (an error page is no benchmark)."""
+    log = root / "h2load.log"
+    out = subprocess.run(
+        ["h2load", "-t2", "-c50", "-m10", f"-D{seconds}", "--warm-up-time=1",
+         "-H", ":authority: bench.example.com", f"--log-file={log}", url],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    # In duration mode the streams still open when time is up count as failed (at most one per
+    # stream slot, 50 x 10); any other failure, or any response but a 2xx, ends the bench.
+    m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed", out)
+    codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+    if (
+        not m
+        or not codes
+        or int(m.group(1)) == 0
+        or int(m.group(2)) > 500
+        or int(codes.group(3)) + int(codes.group(4)) > 0
+    ):
+        sys.exit(f"{url}: h2load saw failures or non-2xx responses:\n{out}")
+    rps = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out).group(1))  # type: ignore[union-attr]
+    times = sorted(int(line.split("\t")[2]) for line in log.read_text().splitlines() if line)
+    return Result(rps, times[len(times) // 2] / 1000, times[len(times) * 99 // 100] / 1000)
+
+
+def _speaks_h2(url: str) -> bool:
+    """Whether a (baseline) proxy answers HTTP/2 at all; one that does not gets n/a."""
+    out = subprocess.run(
+        ["h2load", "-n1", "-c1", "-H", ":authority: bench.example.com", url],
+        capture_output=True, text=True, timeout=10,
+    ).stdout  # fmt: skip
+    return "1 succeeded" in out and "1 2xx" in out
+
+
+def grpc_load(port: int, seconds: int) -> Result:
+    """The gRPC client loop, in a process of its own (as wrk and h2load are)."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--grpc-client", str(port), str(seconds)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        sys.exit(f"gRPC through port {port} failed:\n{done.stderr[-2000:]}")
+    rps, p50, p99 = (float(v) for v in done.stdout.split())
+    return Result(rps, p50, p99)
+
+
+def _speaks_grpc(port: int) -> bool:
+    import grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = channel.unary_unary(
+            GRPC_METHOD, request_serializer=bytes, response_deserializer=bytes
+        )
+        try:
+            call(b"", timeout=5, metadata=(), wait_for_ready=False)
+        except grpc.RpcError:
+            return False
+    return True
+
+
+def grpc_client_main(port: int, seconds: float) -> None:
+    """Unary calls from 5 channels (HTTP/2 connections) x 10 in flight each, for `seconds`
+    after a one-second warm-up; prints req/s, p50 and p99 (ms). Any failed call ends it."""
+    import time
+
+    import grpc
+    import uvloop
+
+    async def run() -> None:
+        channels = [
+            grpc.aio.insecure_channel(
+                f"127.0.0.1:{port}",
+                # A local subchannel pool each: five channels, five connections.
+                options=[
+                    ("grpc.default_authority", "bench.example.com"),
+                    ("grpc.use_local_subchannel_pool", 1),
+                ],
+            )
+            for _ in range(5)
+        ]  # fmt: skip
+        calls = [c.unary_unary(GRPC_METHOD, request_serializer=bytes, response_deserializer=bytes)
+                 for c in channels]  # fmt: skip
+        times: list[float] = []
+        clock = time.perf_counter
+        start = clock() + 1.0
+        end = start + seconds
+
+        async def loop(call: grpc.aio.UnaryUnaryMultiCallable) -> None:
+            while (t0 := clock()) < end:
+                await call(b"hello", timeout=10)
+                if t0 >= start:
+                    times.append(clock() - t0)
+
+        await asyncio.gather(*(loop(call) for call in calls for _ in range(10)))
+        for c in channels:
+            await c.close()
+        times.sort()
+        rps = len(times) / seconds
+        print(rps, times[len(times) // 2] * 1000, times[len(times) * 99 // 100] * 1000)
+
+    uvloop.run(run())
 
 
 def _check(port: int) -> None:
