@@ -26,6 +26,11 @@ LogLine = dict[str, Any]
 
 
 _PR_SET_PDEATHSIG = 1
+# Resolved here, in the parent: loading a library between fork and exec can deadlock on the
+# dynamic loader's lock if another thread of the parent held it at the fork.
+_PRCTL = (
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl if sys.platform.startswith("linux") else None
+)
 
 
 def _die_with_parent() -> None:
@@ -35,8 +40,8 @@ def _die_with_parent() -> None:
     a killed test runner would otherwise leave it running; the kernel's parent-death signal
     makes sure it goes too. Linux only; elsewhere a no-op.
     """
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class ProcessError(Exception):
