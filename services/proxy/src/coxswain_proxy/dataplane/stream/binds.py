@@ -10,6 +10,7 @@ cannot be bound is logged and left out of what is reported, as an HTTP one is.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 from collections.abc import Callable
@@ -29,6 +30,23 @@ BACKLOG = 2048
 class StreamBind:
     actual: int  # the port bound
     close: Callable[[], None]  # stops accepting (TCP, TLS) or receiving (UDP)
+    # Done once the socket is really closed: a UDP transport closes on a later loop turn, and
+    # until then the port stays taken (for another worker's or process's bind, say).
+    closed: asyncio.Future[None] | None = None
+
+
+class _UdpPort(udp.UdpPort):
+    """A UDP listener that says when its socket is gone."""
+
+    __slots__ = ("closed",)
+
+    def __init__(self, rt: Runtime, port: int, limits: relay.StreamLimits) -> None:
+        super().__init__(rt, port, limits)
+        self.closed: asyncio.Future[None] = rt.loop.create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
 
 
 class StreamBinds:
@@ -50,7 +68,10 @@ class StreamBinds:
 
     async def sync(self, wanted: frozenset[StreamPort]) -> None:
         for key in [k for k in self.bound if k not in wanted]:
-            self.bound.pop(key).close()
+            removed = self.bound.pop(key)
+            removed.close()
+            if removed.closed is not None:
+                await removed.closed  # released before the snapshot counts as applied
             log.info("stream listener removed", extra={"fields": _fields(key)})
         for key in sorted(wanted - self.bound.keys()):
             try:
@@ -71,11 +92,12 @@ class StreamBinds:
         local = (self._address, self._port_map(port))
         if protocol is ListenerProtocol.UDP:
             transport, endpoint = await loop.create_datagram_endpoint(
-                lambda: udp.UdpPort(self._rt, port, limits),
+                lambda: _UdpPort(self._rt, port, limits),
                 local_addr=local,
                 reuse_port=self._reuse_port or None,
             )
-            return StreamBind(transport.get_extra_info("sockname")[1], endpoint.close)
+            actual = transport.get_extra_info("sockname")[1]
+            return StreamBind(actual, endpoint.close, endpoint.closed)
         make = (
             relay.tcp_factory
             if protocol is ListenerProtocol.TCP
