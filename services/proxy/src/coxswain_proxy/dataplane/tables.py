@@ -346,8 +346,9 @@ def _own_pickers(
             if kept and reuse.kept(backend.endpoints, endpoint_set):
                 picker = before.get(id(backend))
             if picker is None:
-                # TLS first: an h2c backend a BackendTLSPolicy governs gets TLS (HTTP/1.1).
-                via = H2C if backend.tls is None else backend_tls.client_for(backend.tls)
+                # An h2c or gRPC backend a BackendTLSPolicy governs: HTTP/2 over TLS (ALPN h2).
+                h2 = backend.protocol in HTTP2_PROTOCOLS
+                via = H2C if backend.tls is None else backend_tls.client_for(backend.tls, h2)
                 picker = EndpointPicker(endpoint_set, via)
             pickers[id(backend)] = picker
     return pickers

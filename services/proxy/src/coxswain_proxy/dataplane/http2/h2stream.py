@@ -92,12 +92,37 @@ class StreamGate:
 class StreamCycle(RequestCycle):
     """A request cycle whose own answers are gRPC statuses for gRPC requests."""
 
-    __slots__ = ("stream", "grpc", "deadline")
+    __slots__ = ("stream", "grpc", "deadline", "last_chunk")
 
     def setup(self, stream: H2Stream, grpc: bool, deadline: float) -> None:
         self.stream = stream
         self.grpc = grpc
         self.deadline = deadline
+        self.last_chunk = b""  # the chunked body's end with the request's trailers, if any
+
+    def request_trailers(self, fields: list[tuple[bytes, bytes]]) -> None:
+        """The client's trailers (checked by `validate.trailers`) go upstream in the chunked
+        body's trailer section (RFC 9112 §7.1.2), which `upstream.h2c` turns back into a
+        trailing HEADERS frame. A body with a Content-Length has no place for them: dropped."""
+        self.last_chunk = b"".join(
+            (b"0\r\n", *(n + b": " + v + b"\r\n" for n, v in fields), b"\r\n")
+        )
+
+    def request_complete(self) -> None:
+        last = self.last_chunk
+        if not last or not self.chunked:
+            super().request_complete()
+            return
+        if self.upstream is not None:
+            self.upstream.write(last)
+        else:
+            self.body.append(last)
+        # The base writes the bare last chunk when chunked: this one took its place.
+        self.chunked = False
+        try:
+            super().request_complete()
+        finally:
+            self.chunked = True
 
     def local(self, status: int, reason: str = "") -> None:
         if not self.grpc:
@@ -137,7 +162,7 @@ class H2Stream:
     def __init__(self, conn: StreamHost, stream_id: int, head_only: bool) -> None:
         self.conn = conn
         self.id = stream_id
-        self.cycle: RequestCycle | None = None
+        self.cycle: StreamCycle | None = None
         self.gate = StreamGate(self)
         self.parser: httptools.HttpResponseParser | None = None
         self.status = 0
@@ -210,7 +235,24 @@ class H2Stream:
         self.reset(limits.INTERNAL_ERROR)
 
     def close(self) -> None:
-        """The cycle gives up mid-response: the client learns it by the stream's reset."""
+        """The cycle gives up mid-response: the client learns it by the stream's reset, or,
+        for gRPC, by a status in the trailers."""
+        cycle = self.cycle
+        if cycle is not None and cycle.grpc and self.status and not self.ended:
+            # gRPC over HTTP/2: "Trailers → Status [Status-Message] *Custom-Metadata"; the
+            # response head is out, so the failure (the upstream reset or went away) reaches
+            # the client as UNAVAILABLE, the code of the proxy's own 502, not as a reset it
+            # reads as INTERNAL.
+            self.cycle = None
+            self.trailers = [(b"grpc-status", b"%d" % UNAVAILABLE),
+                             (b"grpc-message", b"upstream failed mid-response")]  # fmt: skip
+            self.ending = True
+            self._send_head(end=False)
+            self.send()
+            if self.ended and not self.request_done and not self.conn.closed:
+                self.conn.reset(self, limits.NO_ERROR)  # as `finished`: the rest is unwanted
+            self.conn.flush_soon()
+            return
         self.reset(limits.INTERNAL_ERROR)
 
     # ------------------------------------------------------------------ request DATA

@@ -156,6 +156,8 @@ class H2ServerConnection(asyncio.Protocol):
             self._data(event)
         elif isinstance(event, h2.events.StreamEnded):
             self._ended(event.stream_id)
+        elif isinstance(event, h2.events.TrailersReceived):
+            self._trailers(event.stream_id, event.headers or [])
         elif isinstance(event, h2.events.WindowUpdated):
             if event.stream_id:
                 stream = self.streams.get(event.stream_id)
@@ -227,6 +229,18 @@ class H2ServerConnection(asyncio.Protocol):
         if cycle is not None and data:
             cycle.request_body(data)
         stream.taken(size)
+
+    def _trailers(self, stream_id: int, block: list[tuple[bytes, bytes]]) -> None:
+        stream = self.streams.get(stream_id)
+        if stream is None or stream.request_done or stream.cycle is None:
+            return
+        try:
+            fields = validate.trailers(block)
+        except validate.MalformedRequest:
+            stream.reset(limits.PROTOCOL_ERROR)
+            return
+        if fields:
+            stream.cycle.request_trailers(fields)
 
     def _ended(self, stream_id: int) -> None:
         stream = self.streams.get(stream_id)

@@ -149,6 +149,29 @@ def _assemble(
     return Request(method, target, authority or host, fields, length, grpc, deadline)
 
 
+# Trailer fields a recipient must not act on (RFC 9110 §6.5.1: "framing ... routing ...
+# request modifiers"): dropped, not relayed into an HTTP/1.1 trailer section.
+_NOT_IN_TRAILERS = frozenset({b"content-length", b"host", b"te", b"content-type"})
+
+
+def trailers(block: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """A request's trailer block checked as its headers were, or `MalformedRequest`; the
+    fields that may be relayed (into a chunked body's trailer section, or an h2c stream's)."""
+    kept: list[tuple[bytes, bytes]] = []
+    for name, value in block:
+        # RFC 9113 §8.1: "Trailers MUST NOT include pseudo-header fields"; §8.2.1 and §8.2.2
+        # as for a header block. A CR or LF here would split the HTTP/1.1 trailer section.
+        if name[:1] == b":":
+            raise MalformedRequest(f"pseudo-header field {name!r} in trailers")
+        _check_value(value)
+        _check_name(name)
+        if name in _CONNECTION_SPECIFIC:
+            raise MalformedRequest(f"connection-specific field {name!r} in trailers")
+        if name not in _NOT_IN_TRAILERS:
+            kept.append((name, value))
+    return kept
+
+
 def _grpc_timeout(value: bytes) -> float:
     """gRPC over HTTP/2: `Timeout → "grpc-timeout" TimeoutValue TimeoutUnit`, at most 8 digits."""
     digits, unit = value[:-1], _GRPC_UNITS.get(value[-1:])

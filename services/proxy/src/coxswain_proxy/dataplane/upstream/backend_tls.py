@@ -9,6 +9,12 @@ snapshot that keeps a policy keeps its context, and its pooled connections stay 
 Where it sits: `tables` asks `client_for` once per backend a policy governs, when it compiles a
 snapshot; the `TlsClient` rides in that backend's origins (`picker.Origin`), so the pool dials
 them over TLS (`picker.tls_arguments`). Serving TLS to clients is `dataplane.tls`.
+
+An h2c or gRPC backend under a policy is HTTP/2 over TLS: its context offers only `h2` in ALPN
+(RFC 9113 §3.2: "HTTP/2 over TLS uses the "h2" protocol identifier"), and the pool dials it with
+`h2c.H2cConnection` (`picker.is_h2c`), `:scheme` https. One that picks no protocol is spoken to
+in HTTP/2 all the same (prior knowledge, §3.3); one that speaks only HTTP/1.1 fails its
+handshake or its preface, a connect failure (503), not a garbled exchange.
 """
 
 from __future__ import annotations
@@ -28,10 +34,11 @@ class TlsClient:
 
     context: ssl.SSLContext
     sni: str
+    h2: bool = False  # HTTP/2 over TLS (ALPN h2): dialled as `h2c.H2cConnection`
 
 
 @functools.lru_cache(maxsize=256)
-def client_for(tls: UpstreamTLS) -> TlsClient:
+def client_for(tls: UpstreamTLS, http2: bool = False) -> TlsClient:
     if tls.system_roots:
         context = ssl.create_default_context()
     else:
@@ -39,5 +46,5 @@ def client_for(tls: UpstreamTLS) -> TlsClient:
         context.load_verify_locations(cadata=tls.ca_bundle_pem.decode())
     context.check_hostname = True
     context.verify_mode = ssl.CERT_REQUIRED
-    context.set_alpn_protocols(["http/1.1"])
-    return TlsClient(context, tls.sni)
+    context.set_alpn_protocols(["h2"] if http2 else ["http/1.1"])
+    return TlsClient(context, tls.sni, http2)

@@ -30,7 +30,7 @@ import httptools
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.contracts import Connector, UpstreamCallbacks
 from coxswain_proxy.dataplane.http import heads
-from coxswain_proxy.dataplane.upstream.picker import Origin
+from coxswain_proxy.dataplane.upstream.picker import Origin, tls_arguments
 from coxswain_proxy.dataplane.upstream.shell import UpstreamShell
 
 # RFC 9113 §8.2.2: fields that only mean something to one HTTP/1.1 connection.
@@ -46,6 +46,7 @@ _CONFIG = h2.config.H2Configuration(client_side=True, header_encoding=None)
 class H2cConnection(UpstreamShell):
     __slots__ = (
         "h2", "parser", "url", "fields", "stream", "deferred", "outbound", "ending", "goaway",
+        "trailers", "scheme",
     )  # fmt: skip
 
     # A clean close is never the end of a response: a stream ends with END_STREAM, so the
@@ -62,6 +63,8 @@ class H2cConnection(UpstreamShell):
         self.outbound = bytearray()  # request body waiting for flow-control window
         self.ending = False  # the request is complete: END_STREAM once `outbound` is sent
         self.goaway = False
+        self.trailers: list[tuple[bytes, bytes]] = []  # the request's, sent with END_STREAM
+        self.scheme = b"https" if tls_arguments(origin) else b"http"  # TLS: ALPN h2
 
     def bind(self, cycle: UpstreamCallbacks, head_only: bool) -> None:
         # A HEAD response ends with its HEADERS frame's END_STREAM: nothing special to do.
@@ -74,6 +77,7 @@ class H2cConnection(UpstreamShell):
         self.deferred = False
         self.outbound.clear()
         self.ending = False
+        self.trailers = []
 
     # ------------------------------------------------------------------ the request
 
@@ -99,7 +103,7 @@ class H2cConnection(UpstreamShell):
         authority = next((v for n, v in fields if n == b"host"), b"")
         headers = [
             (b":method", self.parser.get_method()),
-            (b":scheme", b"http"),
+            (b":scheme", self.scheme),
             (b":authority", authority),
             (b":path", self.url or b"/"),
         ]
@@ -137,6 +141,11 @@ class H2cConnection(UpstreamShell):
             self.deferred = False
             self._open_stream(end=True)
             return
+        # Fields parsed after the head are the chunked body's trailer section (the client's
+        # HTTP/2 trailers, `h2stream.StreamCycle.request_trailers`): they end the stream as a
+        # trailing HEADERS frame (RFC 9113 §8.1), connection-specific ones dropped (§8.2.2).
+        self.trailers = [(n, v) for n, v in self.fields if n not in _CONNECTION_SPECIFIC]
+        self.fields = []
         self.ending = True
         self._send_body()
 
@@ -162,7 +171,11 @@ class H2cConnection(UpstreamShell):
             connection.send_data(stream, chunk)
         if self.ending:
             self.ending = False
-            connection.end_stream(stream)
+            trailers, self.trailers = self.trailers, []
+            if trailers:
+                connection.send_headers(stream, trailers, end_stream=True)
+            else:
+                connection.end_stream(stream)
 
     # ------------------------------------------------------------------ the response
 

@@ -47,7 +47,11 @@ def tls_arguments(origin: Origin) -> dict[str, Any]:
 
 
 def is_h2c(origin: Origin) -> bool:
-    return len(origin) == 3 and origin[2] is H2C
+    """Spoken to in HTTP/2: cleartext h2c, or TLS with ALPN h2 (`TlsClient.h2`)."""
+    if len(origin) != 3:
+        return False
+    via = origin[2]
+    return via is H2C or (isinstance(via, TlsClient) and via.h2)
 
 
 class EndpointPicker:
