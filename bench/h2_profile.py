@@ -1,0 +1,114 @@
+"""Where an HTTP/2 request's time goes in the proxy: cProfile of N h2c requests, in process.
+
+    PYTHONPATH=... python bench/h2_profile.py [--requests N] [--top K]
+
+One data plane (the bench snapshot of `proxy_throughput`: 100 routes, metrics on) runs in this
+process under cProfile, on uvloop; nginx is its HTTP/1.1 backend and `h2load` (50 connections x
+10 streams, in its own process) the client, so only the proxy's work is profiled. It prints the
+cumulative cost per request (µs) of the pieces docs/performance.md names — the `h2` library's
+frame parsing and HPACK on the client side, the httptools re-parse of the cycle's HTTP/1.1
+response in `h2stream`, the request cycle itself, the upstream connection — then the top
+functions by own time. cProfile roughly doubles Python's cost: the split, not the sum, is the
+result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import proxy_throughput as bench
+
+from coxswain_devkit.pki import CertificateAuthority
+from coxswain_routing import TlsCertificate
+
+# (label, predicate on (file, function name)) for the cumulative split; first match counts.
+PIECES = (
+    ("h2 library: receive_data (frame parsing, HPACK decode, state machine)",
+     lambda f, n: f.endswith("h2/connection.py") and n == "receive_data"),
+    ("h2 library: send_headers (HPACK encode)",
+     lambda f, n: f.endswith("h2/connection.py") and n == "send_headers"),
+    ("h2 library: send_data + end_stream",
+     lambda f, n: f.endswith("h2/connection.py") and n in ("send_data", "end_stream")),
+    ("h2stream: httptools re-parse of the response (H2Stream.write)",
+     lambda f, n: f.endswith("http2/h2stream.py") and n == "write"),
+    ("server: validate.request (RFC 9113 §8.2-8.3 checks)",
+     lambda f, n: f.endswith("http2/validate.py") and n == "request"),
+    ("request cycle: dispatch.start (routing, filters, pool, upstream write)",
+     lambda f, n: f.endswith("http/dispatch.py") and n == "start"),
+    ("upstream: UpstreamConnection.data_received (response parse, cycle callbacks)",
+     lambda f, n: f.endswith("upstream/connection.py") and n == "data_received"),
+    ("server: H2ServerConnection.data_received (all of a client read)",
+     lambda f, n: f.endswith("http2/server.py") and n == "data_received"),
+)  # fmt: skip
+
+
+async def run(requests: int, port: int, cert: TlsCertificate) -> None:
+    from coxswain_proxy.dataplane.core import Dataplane, Options
+
+    plane = await Dataplane(Options(shared=False, address="127.0.0.1")).start()
+    resources = bench.snapshot(port, bench.free_port(), cert, bench.BACKEND_PORT, 1)
+    await plane.apply(resources)  # type: ignore[arg-type]
+    url = f"http://127.0.0.1:{port}/p50/x"
+    h2load = await asyncio.create_subprocess_exec(
+        "h2load", "-t1", "-c50", "-m10", f"-n{requests}", "-H", ":authority: bench.example.com",
+        url, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await h2load.communicate()
+    print(out.decode().split("\n\n", 1)[-1].split("time for request")[0].strip())
+    await plane.close(1.0)
+
+
+def main() -> None:
+    import uvloop
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=50_000)
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="coxswain-h2prof-"))
+    issued = CertificateAuthority.create().issue(dns=["bench.example.com"])
+    cert = TlsCertificate(("bench.example.com",), issued.chain_pem, issued.key_pem, "bench/cert")
+    backend = bench.nginx_conf(
+        root,
+        workers=1,
+        listen=f"127.0.0.1:{bench.BACKEND_PORT}",
+        body='location / { return 200 "' + bench.BODY.decode() + '"; }',
+    )
+    nginx = subprocess.Popen(["nginx", "-c", str(backend), "-g", "daemon off;"])
+    try:
+        bench._wait_port(bench.BACKEND_PORT)
+        profile = cProfile.Profile()
+        profile.enable()
+        uvloop.run(run(args.requests, bench.free_port(), cert))
+        profile.disable()
+    finally:
+        nginx.terminate()
+        nginx.wait()
+    report(pstats.Stats(profile), args.requests, args.top)
+
+
+def report(stats: pstats.Stats, requests: int, top: int) -> None:
+    table = stats.stats  # type: ignore[attr-defined]
+    total = sum(tt for _cc, _nc, tt, _ct, _callers in table.values())
+    print(f"\nprofiled total {total / requests * 1e6:.1f} µs/request (own time of all functions)")
+    print("\ncumulative, µs per request:")
+    for label, match in PIECES:
+        cum = sum(ct for (f, _l, n), (_cc, _nc, _tt, ct, _c) in table.items() if match(f, n))
+        print(f"  {cum / requests * 1e6:8.1f}  {label}")
+    print(f"\ntop {top} by own time, µs per request:")
+    rows = sorted(table.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    for (f, line, name), (_cc, nc, tt, _ct, _c) in rows:
+        where = "/".join(Path(f).parts[-2:]) if f != "~" else "builtin"
+        print(f"  {tt / requests * 1e6:8.2f}  {nc / requests:5.1f} calls  {where}:{line} {name}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
