@@ -16,8 +16,9 @@ from pathlib import Path
 import uvloop
 import yaml
 
-from coxswain_controller import runtime
+from coxswain_controller import api, runtime
 from coxswain_controller._version import __version__
+from coxswain_controller.api import access
 from coxswain_controller.translate import Options, goldens
 from coxswain_controller.translate.provision import parameters
 from coxswain_service import admin, logs, readiness, signals
@@ -36,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     _election_flags(serve)
     _discovery_flags(serve)
     _provisioning_flags(serve)
+    access.add_arguments(serve)
     offline = commands.add_parser(
         "translate", help="translate manifests offline and print the compiled routing and status"
     )
@@ -245,11 +247,26 @@ def _translate_offline(args: argparse.Namespace) -> int:
     return 0
 
 
+def admin_server(args: argparse.Namespace, running: runtime.Runtime) -> admin.AdminServer:
+    """The admin server with the operator API (`api`) over `running`'s parts."""
+    return admin.AdminServer(
+        service="controller",
+        version=__version__,
+        readiness=running.readiness,
+        health=lambda: api.health(running),
+        routes=api.routes(running, api.Access(running, access.Settings.from_args(args))),
+    )
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    return _parser().parse_args(argv)
+
+
 async def serve(args: argparse.Namespace) -> None:
     waiting = readiness.Readiness()
-    server = admin.AdminServer(service="controller", version=__version__, readiness=waiting)
-    await server.start(args.admin_address, args.admin_port)
     running = runtime.Runtime(args, waiting)
+    server = admin_server(args, running)
+    await server.start(args.admin_address, args.admin_port)
     await running.start()
     log.info("controller started", extra={"fields": {"version": __version__}})
     await signals.wait()

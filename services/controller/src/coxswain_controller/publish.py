@@ -16,7 +16,9 @@ import asyncio
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -33,7 +35,7 @@ from coxswain_controller.translate.result import GatewayVerdict, Verdict
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Freezer", "Publisher", "gc_paused", "translate_pass"]
+__all__ = ["Freezer", "Pass", "Publisher", "gc_paused", "translate_pass"]
 
 DEBOUNCE = 0.02
 MAX_DELAY = 0.5
@@ -45,6 +47,17 @@ FAILED_PASSES = Counter(
     "Translation passes that failed (a bug); the last published snapshots kept serving.",
 )
 SEQ = Gauge("coxswain_controller_publish_seq", "The latest publish sequence number.")
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """The last translation pass, for `/api/v1/health`: when, how long, at which seq."""
+
+    at: float  # time.time() when it finished
+    seq: int  # the publish seq after it (unchanged when nothing changed)
+    translate_ms: float
+    publish_ms: float
+    failed: bool = False
 
 
 class Publisher:
@@ -77,6 +90,7 @@ class Publisher:
         self._stamps: dict[tuple[str, str], tuple[int, int]] = {}  # Gateway -> (generation, seq)
         self._changed = asyncio.Event()
         self.result: TranslateResult | None = None
+        self.last_pass: Pass | None = None
         self.published = asyncio.Event()  # set after the first publish
         nodes.subscribe(self.regate)
         leadership.subscribe(self._on_leadership)
@@ -113,6 +127,8 @@ class Publisher:
             # translation): proxies keep the last published snapshots, the next change tries
             # again from scratch, and the failure is loud.
             FAILED_PASSES.inc()
+            elapsed = round((loop.time() - started) * 1000, 1)
+            self.last_pass = Pass(time.time(), self._registry.seq, elapsed, 0.0, failed=True)
             log.exception("translation failed; the last published snapshots keep serving")
             self._translator.reset()
             return
@@ -124,6 +140,12 @@ class Publisher:
             seq = self._registry.publish(result.snapshots)
         SEQ.set(seq)
         PUBLISHES.inc()
+        self.last_pass = Pass(
+            time.time(),
+            seq,
+            round((translated - started) * 1000, 1),
+            round((loop.time() - translated) * 1000, 1),
+        )
         if seq != before:
             # One line per publish (not per event): what an operator correlates with proxies'
             # "snapshot applied" lines, which carry the same publish_seq.
@@ -180,6 +202,11 @@ class Publisher:
                 )
             gated.append(verdict)
         return gated
+
+    def gated(self) -> list[Verdict]:
+        """The last pass's verdicts as the status writer gets them (Programmed gated on bind +
+        ack): what the operator API reports as each object's conditions."""
+        return self._gated(self.result) if self.result is not None else []
 
     def _on_leadership(self, leader: bool) -> None:
         if leader and self._events is not None:

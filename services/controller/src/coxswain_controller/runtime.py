@@ -53,6 +53,8 @@ class Runtime:
     leadership: leadership.Leadership = field(default_factory=leadership.Leadership)
     registry: registry.SnapshotRegistry = field(default_factory=registry.SnapshotRegistry)
     nodes: nodes.NodeRegistry = field(default_factory=nodes.NodeRegistry)
+    publisher: Publisher | None = None  # the operator API reads its last pass
+    discovery_port: int | None = None  # None until the discovery listener is up
     _client: Any = None
     _sources: supervisor.Sources | None = None
     _elector: election.Elector | None = None
@@ -96,6 +98,7 @@ class Runtime:
                 )
             ),
         )
+        self.publisher = publisher
         self._spawn(writer.run(), "status-writer")
         self._spawn(provisioner.run(), "provisioner")
         self._spawn(publisher.run(), "publisher")
@@ -116,6 +119,15 @@ class Runtime:
             await self._sources.stop()
         if self._client is not None:
             await asyncio.to_thread(self._client.close)
+
+    @property
+    def client(self) -> Any:
+        """The Kubernetes API client (None without one): the operator API's reviews and logs."""
+        return self._client
+
+    @property
+    def sources(self) -> supervisor.Sources | None:
+        return self._sources
 
     def _inputs(self) -> Inputs:
         assert self._sources is not None
@@ -194,7 +206,7 @@ class Runtime:
             trust_domain=args.trust_domain,
             shared_proxy=scopes.Identity(ns, sa),
         )
-        self._discovery, _ = await listener.start(
+        self._discovery, self.discovery_port = await listener.start(
             settings, registry=self.registry, nodes=self.nodes, leadership=self.leadership
         )
         self.readiness.satisfy("discovery")

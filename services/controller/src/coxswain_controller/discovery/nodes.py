@@ -22,7 +22,7 @@ from coxswain_controller.translate.scopes import Identity, Scope
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Node", "NodeConflict", "NodeRegistry"]
+__all__ = ["Nack", "Node", "NodeConflict", "NodeRegistry"]
 
 LISTENER_ERRORS = Counter(
     "coxswain_discovery_node_listener_errors_total",
@@ -32,6 +32,15 @@ LISTENER_ERRORS = Counter(
 
 class NodeConflict(Exception):
     """A node_id already streaming under another identity."""
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    """A snapshot the proxy refused, and why (its own words, already validated as text)."""
+
+    version: str
+    detail: str
+    at: float = field(default_factory=time.time)
 
 
 @dataclass(slots=True, eq=False)
@@ -44,6 +53,7 @@ class Node:
     acked_version: str = ""
     acked_seq: int = 0
     bound: tuple[tuple[int, str], ...] = ()  # (port, protocol), as its last NodeStatus said
+    last_nack: Nack | None = None  # the fleet view shows it: why the proxy refused a snapshot
 
 
 class NodeRegistry:

@@ -15,6 +15,7 @@ version does.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -22,7 +23,13 @@ from coxswain_controller.translate.scopes import GatewayScope, Identity, Scope
 from coxswain_proto import discovery as pb
 from coxswain_routing import Resource, snapshot_version, to_wire
 
-__all__ = ["Published", "SnapshotRegistry"]
+__all__ = ["Published", "Retained", "SnapshotRegistry"]
+
+# How many published versions of each scope are kept as models, for the operator API to answer
+# from the snapshot a proxy acked even when it is a few rounds behind (fleet routes, explain).
+RETAINED_VERSIONS = 8
+# How many publish rounds' wall-clock times are kept (a proxy's lag in milliseconds).
+RETAINED_SEQS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +38,16 @@ class Published:
     seq: int  # the publish round this version first appeared in
     messages: Mapping[str, pb.Resource]  # wire messages by key
     hashes: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Retained:
+    """One published version of a scope, as models: what the operator API reads."""
+
+    version: str
+    seq: int
+    published_at: float  # time.time() of its publish round
+    resources: tuple[Resource, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +65,8 @@ class SnapshotRegistry:
         self._staged: dict[str, tuple[object, tuple[str, dict[str, _Encoded]]]] = {}
         self._watchers: dict[str, set[Callable[[], None]]] = {}
         self._gateway_identities: dict[GatewayScope, Identity] = {}
+        self._retained: dict[str, dict[str, Retained]] = {}  # scope key -> version -> models
+        self._published_at: dict[int, float] = {}  # seq -> time.time(), the last RETAINED_SEQS
 
     @property
     def seq(self) -> int:
@@ -69,6 +88,10 @@ class SnapshotRegistry:
         if not changed and not withdrawn:
             return self._seq
         self._seq += 1
+        now = time.time()
+        self._published_at[self._seq] = now
+        if len(self._published_at) > RETAINED_SEQS:
+            del self._published_at[next(iter(self._published_at))]
         for key in changed:
             version, encoded = staged[key]
             self._encoded[key] = encoded
@@ -78,14 +101,45 @@ class SnapshotRegistry:
                 {k: e.message for k, e in encoded.items()},
                 {k: e.hash for k, e in encoded.items()},
             )
+            self._retain(
+                key, Retained(version, self._seq, now, tuple(e.model for e in encoded.values()))
+            )
         for key in withdrawn:
             del self._published[key]
             self._staged.pop(key, None)
             self._encoded.pop(key, None)
+            self._retained.pop(key, None)
         for key in (*changed, *withdrawn):
             for notify in list(self._watchers.get(key, ())):
                 notify()
         return self._seq
+
+    def scopes(self) -> list[str]:
+        """The keys of every scope published now."""
+        return list(self._published)
+
+    def retained(self, scope_key: str, version: str | None = None) -> Retained | None:
+        """`scope_key`'s models at `version` (None: the current one), while still kept."""
+        kept = self._retained.get(scope_key, {})
+        if version is None:
+            current = self._published.get(scope_key)
+            version = current.version if current else ""
+        return kept.get(version)
+
+    def versions(self, scope_key: str) -> list[Retained]:
+        """Every kept version of `scope_key`, oldest first."""
+        return list(self._retained.get(scope_key, {}).values())
+
+    def published_at(self, seq: int) -> float | None:
+        """When publish round `seq` happened (time.time()), while still kept."""
+        return self._published_at.get(seq)
+
+    def _retain(self, key: str, retained: Retained) -> None:
+        kept = self._retained.setdefault(key, {})
+        kept.pop(retained.version, None)  # a version published again moves to the newest
+        kept[retained.version] = retained
+        while len(kept) > RETAINED_VERSIONS:
+            del kept[next(iter(kept))]
 
     def watch(self, scope: Scope, notify: Callable[[], None]) -> Callable[[], None]:
         """Call `notify()` whenever `scope`'s published content changes; returns unwatch."""

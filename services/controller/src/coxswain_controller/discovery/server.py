@@ -37,7 +37,7 @@ from coxswain_controller.discovery.admission import (
     parse_identity,
     parse_scope,
 )
-from coxswain_controller.discovery.nodes import Node, NodeConflict, NodeRegistry
+from coxswain_controller.discovery.nodes import Nack, Node, NodeConflict, NodeRegistry
 from coxswain_controller.discovery.registry import SnapshotRegistry
 from coxswain_controller.discovery.session import StreamSession
 from coxswain_controller.leader.leadership import Leadership
@@ -323,6 +323,7 @@ def _handle(message: pb.ProxyMessage, session: StreamSession, node: Node) -> boo
         return True
     if message.nack is not None:
         if session.on_nack(message.nack):
+            node.last_nack = Nack(message.nack.version, message.nack.detail)
             NACKS.inc()
             log.warning(
                 "proxy refused a snapshot",

@@ -21,7 +21,16 @@ from typing import Any
 import urllib3  # pants: no-infer-dep  (the kubernetes client's own transport: it comes with it)
 from kubernetes.client import ApiException
 
-__all__ = ["JSON", "KubeError", "Silent", "WatchStream", "object_path", "open_watch", "request"]
+__all__ = [
+    "JSON",
+    "KubeError",
+    "Silent",
+    "WatchStream",
+    "object_path",
+    "open_watch",
+    "request",
+    "request_text",
+]
 
 JSON = dict[str, Any]
 
@@ -128,6 +137,19 @@ def request(
     finally:
         raw.release_conn()
     return data
+
+
+def request_text(
+    client: Any, path: str, *, query: Sequence[tuple[str, str]] = (), timeout: float = 30.0
+) -> str:
+    """One GET whose answer is text, not JSON (a pod's log)."""
+    raw = _send(client, "GET", path, query=query, timeout=(CONNECT_TIMEOUT_SECONDS, timeout))
+    try:
+        return bytes(raw.data).decode("utf-8", "replace")
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise KubeError(0, str(exc)) from exc
+    finally:
+        raw.release_conn()
 
 
 class WatchStream:

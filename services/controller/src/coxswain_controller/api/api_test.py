@@ -1,0 +1,212 @@
+"""The operator API over HTTP against a running controller: health, fleet, a proxy's table,
+Gateways, problems, events, manifests, explain, logs, and who may read them.
+
+Everything is real: the controller's runtime against the devkit API emulator, its admin server
+on 127.0.0.1, a test proxy over mTLS that acks and binds, bearer tokens reviewed by TokenReview.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from coxswain_controller.api.conftest import Running, until
+from coxswain_controller.conftest import subscribe
+from coxswain_proto import discovery as pb
+
+WAIT = 15.0
+
+
+async def _connect(running: Running, node_id: str = "proxy-1") -> tuple[Any, pb.Snapshot]:
+    call = running.discovery.open()
+    await call.write(subscribe(node_id))
+    snapshot = (await asyncio.wait_for(call.read(), WAIT)).snapshot
+    return call, snapshot
+
+
+async def _ack(call: Any, snapshot: pb.Snapshot) -> int:
+    """Ack `snapshot` and report its listeners bound; the bind port."""
+    await call.write(pb.ProxyMessage(ack=pb.Ack(version=snapshot.version, nonce=snapshot.nonce)))
+    listeners = next(r.gateway_listeners for r in snapshot.resources if r.gateway_listeners)
+    bound = [pb.BoundPort(port=x.bind_port, protocol=x.protocol) for x in listeners.listeners]
+    await call.write(pb.ProxyMessage(node_status=pb.NodeStatus(bound=bound)))
+    return int(bound[0].port)
+
+
+async def test_health_is_open_and_names_every_subsystem(running: Running) -> None:
+    status, body = await running.get("/api/v1/health")
+    assert status == 200
+    assert body["ready"] is True and body["service"] == "controller"
+    sub = body["subsystems"]
+    assert sub["sources"]["state"] == "synced"
+    assert sub["sources"]["kinds"]["HTTPRoute"]["synced"] is True
+    assert sub["leadership"] == {"state": "leader", "leader": True}
+    assert sub["discovery"]["state"] == "listening"
+    assert sub["discovery"]["port"] == running.runtime.discovery_port
+    assert sub["translation"]["state"] == "ok" and sub["translation"]["seq"] >= 1
+    assert sub["translation"]["durationMs"] >= 0
+    assert sub["publish"]["seq"] == running.runtime.registry.seq
+    assert sub["publish"]["scopes"] == 1
+
+
+async def test_guarded_endpoints_want_an_allowed_token(running: Running) -> None:
+    viewer = running.token("ops", "viewer")
+    stranger = running.token("shop", "stranger")
+    for path in (
+        "/api/v1/fleet",
+        "/api/v1/routing/gateways",
+        "/api/v1/problems",
+        "/api/v1/manifests/Service/shop/web",
+        "/api/v1/explain",
+        "/api/v1/pods/shop/web-0/logs",
+    ):
+        assert (await running.get(path))[0] == 401, path
+        assert (await running.get(path, "not-a-token"))[0] == 401, path
+        status, body = await running.get(path, stranger)
+        assert status == 403, path
+        assert "system:serviceaccount:shop:stranger" in body["error"]["message"]
+    assert (await running.get("/api/v1/fleet", viewer))[0] == 200
+
+
+async def test_fleet_shows_each_proxy_its_ack_lag_binds_and_last_nack(running: Running) -> None:
+    token = running.token("ops", "viewer")
+    call, snapshot = await _connect(running)
+    await until(lambda: running.runtime.nodes.get("proxy-1") is not None)
+    _, body = await running.get("/api/v1/fleet", token)
+    (proxy,) = body["proxies"]
+    assert proxy["nodeId"] == "proxy-1"
+    assert proxy["identity"] == "ns/coxswain-system/sa/coxswain-proxy"
+    assert proxy["scope"] == "SharedPool"
+    assert proxy["acked"] == {"version": "", "seq": 0}
+    assert proxy["lag"]["upToDate"] is False and proxy["lag"]["seqs"] >= 1
+    assert proxy["lastNack"] is None
+
+    bind_port = await _ack(call, snapshot)
+    await until(lambda: bool(running.runtime.nodes.get("proxy-1").bound))  # type: ignore[union-attr]
+    _, body = await running.get("/api/v1/fleet", token)
+    proxy = body["proxies"][0]
+    assert proxy["acked"]["version"] == snapshot.version == proxy["current"]["version"]
+    assert proxy["lag"] == {"seqs": 0, "ms": 0, "upToDate": True}
+    assert proxy["bound"] == [{"port": bind_port, "protocol": "HTTP"}]
+
+    # A second proxy refuses the snapshot: the fleet shows why.
+    other, refused = await _connect(running, "proxy-2")
+    await other.write(
+        pb.ProxyMessage(
+            nack=pb.Nack(version=refused.version, nonce=refused.nonce, detail="port 80 in use")
+        )
+    )
+    await until(lambda: running.runtime.nodes.get("proxy-2").last_nack is not None)  # type: ignore[union-attr]
+    _, body = await running.get("/api/v1/fleet", token)
+    second = body["proxies"][1]
+    assert second["nodeId"] == "proxy-2"
+    assert (second["lastNack"]["version"], second["lastNack"]["reason"]) == (
+        refused.version,
+        "port 80 in use",
+    )
+    assert second["lag"]["upToDate"] is False
+
+
+async def test_a_proxys_table_is_the_snapshot_it_acked(running: Running) -> None:
+    token = running.token("ops", "viewer")
+    assert (await running.get("/api/v1/fleet/proxies/nobody/routes", token))[0] == 404
+    call, snapshot = await _connect(running)
+    bind_port = await _ack(call, snapshot)
+    await until(lambda: bool(running.runtime.nodes.get("proxy-1").bound))  # type: ignore[union-attr]
+    status, table = await running.get("/api/v1/fleet/proxies/proxy-1/routes", token)
+    assert status == 200
+    assert table["version"] == snapshot.version
+    (port,) = table["ports"]
+    assert port["port"] == bind_port
+    hosts = {h["host"]: h for h in port["hosts"]}
+    rules = {r["route"]["name"]: r for r in hosts["shop.example.com"]["rules"]}
+    assert rules["api"]["matches"][0]["method"] == "POST"
+    assert rules["api"]["matches"][0]["path"] == {"type": "PathPrefix", "value": "/api"}
+    (backend,) = rules["web"]["backends"]
+    assert backend["weight"] == 3
+    assert backend["endpointsServed"][0]["address"] == "10.0.0.1"
+    assert backend["endpointsServed"][0]["port"] == 8080
+    broken = hosts["broken.example.com"]["rules"][0]["backends"][0]
+    assert broken["endpointsServed"] == [] and broken["unresolvedReason"]
+
+
+async def test_gateways_problems_and_events(running: Running) -> None:
+    token = running.token("ops", "viewer")
+    _, body = await running.get("/api/v1/routing/gateways", token)
+    (gw,) = body["gateways"]
+    assert (gw["namespace"], gw["name"]) == ("shop", "gw")
+    (listener,) = gw["listeners"]
+    assert (listener["name"], listener["port"], listener["protocol"]) == ("http", 80, "HTTP")
+    assert listener["attachedRoutes"] == 3
+    assert {r["name"] for r in gw["routes"]} == {"web", "api", "broken"}
+    assert {h["host"] for h in gw["hosts"]} == {"shop.example.com", "broken.example.com"}
+    status, one = await running.get("/api/v1/routing/gateways/shop/gw", token)
+    assert status == 200 and one["name"] == "gw"
+    assert (await running.get("/api/v1/routing/gateways/shop/nope", token))[0] == 404
+
+    _, body = await running.get("/api/v1/problems", token)
+    by_name = {(p["object"]["kind"], p["object"]["name"]): p for p in body["problems"]}
+    broken = by_name[("HTTPRoute", "broken")]
+    (condition,) = broken["conditions"]
+    assert (condition["type"], condition["status"]) == ("ResolvedRefs", False)
+    assert condition["reason"] == "BackendNotFound"
+    assert ("HTTPRoute", "web") not in by_name
+    # No address and no proxy yet: the Gateway is not Programmed, and says why.
+    gateway = by_name[("Gateway", "gw")]
+    (programmed,) = (c for c in gateway["conditions"] if c["type"] == "Programmed")
+    assert programmed["status"] is False and programmed["message"]
+
+    _, body = await running.get("/api/v1/events", token)
+    assert isinstance(body["events"], list)
+
+
+async def test_manifests_as_cached_and_never_secret_data(running: Running) -> None:
+    token = running.token("ops", "viewer")
+    status, service = await running.get("/api/v1/manifests/Service/shop/web", token)
+    assert status == 200 and service["spec"]["ports"][0]["port"] == 80
+    status, secret = await running.get("/api/v1/manifests/Secret/shop/cert", token)
+    assert status == 200
+    assert "data" not in secret and "stringData" not in secret
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in secret["metadata"].get(
+        "annotations", {}
+    )
+    assert secret["metadata"]["name"] == "cert"
+    status, ns = await running.get("/api/v1/manifests/Namespace/_/shop", token)
+    assert status == 200 and ns["metadata"]["name"] == "shop"
+    assert (await running.get("/api/v1/manifests/Service/shop/none", token))[0] == 404
+    assert (await running.get("/api/v1/manifests/Pod/shop/web", token))[0] == 404
+
+
+async def test_explain_names_the_winner_and_why_each_other_candidate_lost(
+    running: Running,
+) -> None:
+    token = running.token("ops", "viewer")
+    ask = {"gateway": "shop/gw", "port": "80", "host": "shop.example.com", "path": "/api/x"}
+    status, body = await running.get("/api/v1/explain", token, {**ask, "method": "GET"})
+    assert status == 200
+    assert body["listener"] == [{"name": "http", "protocol": "HTTP"}]
+    assert body["outcome"]["route"]["name"] == "web"
+    verdicts = {c["route"]["name"]: c["verdict"] for c in body["candidates"]}
+    assert verdicts["web"] == "selected"
+    assert verdicts["api"] == "method: matches POST, the request is GET"
+
+    async with running.http.post(
+        running.url + "/api/v1/explain",
+        json={**ask, "method": "POST", "headers": {"X-Any": "1"}},
+        headers={"Authorization": f"Bearer {token}"},
+    ) as response:
+        body = await response.json()
+    assert body["outcome"]["route"]["name"] == "api"
+    assert body["outcome"]["backends"][0]["weight"] == 1
+    verdicts = {c["route"]["name"]: c["verdict"] for c in body["candidates"]}
+    assert verdicts["web"].startswith("precedence:")
+
+    _, miss = await running.get("/api/v1/explain", token, {**ask, "host": "other.example"})
+    assert miss["outcome"]["status"] == 404 and miss["outcome"]["route"] is None
+    assert (await running.get("/api/v1/explain", token, {**ask, "port": "81"}))[0] == 404
+
+
+async def test_logs_come_through_the_api_server(running: Running) -> None:
+    token = running.token("ops", "viewer")
+    status, body = await running.get("/api/v1/pods/shop/nope/logs", token)
+    assert status == 404 and body["error"]["reason"] == "LogsUnavailable"
