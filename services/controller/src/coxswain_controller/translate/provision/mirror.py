@@ -78,9 +78,11 @@ def _source_endpoints(inputs: Inputs, namespace: str, service: str) -> dict[str,
     IPv4 always present, so a slice exists (empty) before the first proxy is ready."""
     found: dict[str, dict[str, Obj]] = {"IPv4": {}}
     for obj in inputs.all("EndpointSlice"):
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        if (obj.get("metadata") or {}).get("namespace") != namespace:
+        metadata = obj.get("metadata")
+        # A slice that cannot be read mirrors nothing (the backend resolver reports it).
+        if not isinstance(metadata, Mapping) or metadata.get("namespace") != namespace:
             continue
+        labels = metadata.get("labels") or {}
         if not isinstance(labels, Mapping) or labels.get(SERVICE_NAME_LABEL) != service:
             continue
         kind = obj.get("addressType")
