@@ -1,19 +1,26 @@
 """The whole Coxswain stack on one machine, each part its own process, wired as in production.
 
-API emulator → echo backends (their EndpointSlices written to point at them) → identity service
-(creates the CA, publishes the trust bundle) → controller (watches, publishes, serves discovery
+API emulator → load balancer (a 127.0.200.x address per LoadBalancer Service) → node agent (runs
+the pods of Deployments of Coxswain images: the dedicated proxies the controller provisions) →
+echo backends (their EndpointSlices written to point at them) → identity service (creates the
+CA, publishes the trust bundle) → controller (watches, publishes, provisions, serves discovery
 over mTLS) → shared proxy (a projected-style token and the trust bundle on disk, SVID bootstrap,
-then the discovery stream). The local demo and the end-to-end tests both start it, differing
-only in how each role is launched (`Launcher`): from source modules, or from built PEX files.
+then the discovery stream). The local demo, the end-to-end tests and the benchmarks start it,
+differing only in how each role is launched (`Launcher`): from source modules, or from built PEX
+files; the node agent launches dedicated proxies the same way.
+
+Everything but the dedicated proxies runs as a plain process on 127.0.0.1 (tests reach, kill
+and read them as processes); each is also registered as a Pod on the node `devkit-stack`
+(`process_pods`), so `kubectl get pods -A` and `kubectl logs` cover every service.
 """
 
 from __future__ import annotations
 
-import base64
+import json
+import shlex
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,16 +30,19 @@ import kubernetes
 import kubernetes.utils
 import yaml
 
-from coxswain_devkit.pki import CertificateAuthority
+from coxswain_devkit import stack_objects as objects
+from coxswain_devkit.process_pods import ProcessNode, RecordedProcess
 from coxswain_devkit.processes import ProcessError, ServiceProcess
+from coxswain_devkit.stack_objects import PROXY_ACCOUNT, tls_secret
 
 __all__ = ["EchoBackend", "Launcher", "Stack", "StackPorts", "free_port", "tls_secret"]
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-TRUST_CONFIGMAP = ("coxswain-system", "coxswain-discovery-trust")
-PROXY_ACCOUNT = ("coxswain-system", "coxswain-proxy")
+GATEWAY_LABEL = "gateway.networking.k8s.io/gateway-name"  # on every object provisioned for one
 AUDIENCE = "coxswain-discovery"
 START_TIMEOUT = 90.0
+# The node agent stops its pods (each up to 10 s) before it exits itself.
+STOP_GRACE = {"node": 30.0}
 
 
 @dataclass(frozen=True)
@@ -49,12 +59,18 @@ class Launcher:
 
     @classmethod
     def pex_files(cls, directory: Path) -> Launcher:
-        """Run each role from its packaged PEX file (the end-to-end tests)."""
+        """Run each role from its packaged PEX file (the end-to-end tests). The paths are made
+        absolute: the node agent starts pods with them too."""
         roles = ("devkit", "identity", "controller", "proxy")
-        return cls({r: (sys.executable, str(directory / f"coxswain-{r}.pex")) for r in roles})
+        where = directory.resolve()
+        return cls({r: (sys.executable, str(where / f"coxswain-{r}.pex")) for r in roles})
 
     def argv(self, role: str, *args: str) -> list[str]:
         return [*self.prefixes[role], *args]
+
+    def node_runs(self) -> list[str]:
+        """The node agent's `--run ROLE=COMMAND` flags, so its pods start as the stack does."""
+        return [f"--run={role}={shlex.join(prefix)}" for role, prefix in self.prefixes.items()]
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,21 @@ class EchoBackend:
     port: int = 0
 
 
+@dataclass(frozen=True)
+class Placement:
+    """The Pod a process the stack runs is registered as (`process_pods`)."""
+
+    namespace: str
+    pod: str
+    container: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def _coxswain(name: str, container: str, **labels: str) -> Placement:
+    pod = name if name.startswith("coxswain-") else f"coxswain-{name}"
+    return Placement(PROXY_ACCOUNT[0], pod, container, labels)
+
+
 @dataclass
 class Stack:
     launcher: Launcher
@@ -100,13 +131,17 @@ class Stack:
     discovery_ports: list[int] = field(default_factory=list)  # every controller started
     identity_port: int = 0
     extra_objects: Sequence[dict[str, Any]] = ()  # created right after the API server starts
+    pods: ProcessNode | None = None  # the node the processes are registered on as Pods
 
     def start(self, *, with_proxy: bool = True) -> Stack:
         try:
             self._start_apiserver()
-            self._start_load_balancer()
-            self._start_echoes()
-            self._start_identity()
+            # These need only the API server: started together, then each waited for.
+            started = [self._spawn_load_balancer(), self._spawn_node(), self._spawn_identity()]
+            echoes = self._spawn_echoes()
+            lines = [process.wait_for_msg(msg, timeout=START_TIMEOUT) for process, msg in started]
+            self.identity_port = int(lines[-1]["port"])
+            self._wait_echoes(echoes)
             self.start_controller()
             if with_proxy:
                 self.start_proxy()
@@ -120,10 +155,13 @@ class Stack:
         statuses = {}
         for role, process in reversed(list(self.processes.items())):
             try:
-                statuses[role] = process.stop()
+                statuses[role] = process.stop(grace=STOP_GRACE.get(role, 5.0))
             except ProcessError:
                 statuses[role] = process.kill()
         self.processes.clear()
+        if self.pods is not None:
+            self.pods.close()
+            self.pods = None
         return statuses
 
     def client(self) -> kubernetes.client.ApiClient:
@@ -131,10 +169,27 @@ class Stack:
 
     # ------------------------------------------------------------------ the parts
 
-    def _run(self, role: str, name: str, *args: str, listening: str) -> dict[str, Any]:
-        process = ServiceProcess(self.launcher.argv(role, *args)).start()
-        self.processes[name] = process
+    def _run(
+        self, role: str, name: str, *args: str, listening: str, pod: Placement
+    ) -> dict[str, Any]:
+        process = self._spawn(role, name, *args, pod=pod)
         return process.wait_for_msg(listening, timeout=START_TIMEOUT)
+
+    def _spawn(self, role: str, name: str, *args: str, pod: Placement) -> RecordedProcess:
+        process = RecordedProcess(self.launcher.argv(role, *args))
+        self.processes[name] = process.start()
+        self._register(process, pod)
+        return process
+
+    def _register(self, process: RecordedProcess, pod: Placement) -> None:
+        if self.pods is not None:
+            self.pods.register(
+                process,
+                namespace=pod.namespace,
+                pod=pod.pod,
+                container=pod.container,
+                labels=pod.labels,
+            )
 
     def _start_apiserver(self) -> None:
         self.kubeconfig = self.workdir / "kubeconfig"
@@ -143,69 +198,76 @@ class Stack:
         args += ["--kubeconfig-out", str(self.kubeconfig)]
         if self.manifests is not None:
             args += ["--manifests", str(self.manifests)]
-        line = self._run("devkit", "apiserver", *args, listening="apiserver listening")
+        where = Placement("kube-system", "devkit-apiserver", "apiserver")
+        line = self._run("devkit", "apiserver", *args, listening="apiserver listening", pod=where)
         self.api_url = f"http://127.0.0.1:{line['port']}"
+        self.pods = ProcessNode(self.api_url).start()
+        self._register(_recorded(self.processes["apiserver"]), where)
         with self.client() as client:
             core: Any = kubernetes.client.CoreV1Api(client)
             # What a Helm install would have made: the system namespace and the proxy's account.
-            _create_absent(core.create_namespace, {"metadata": {"name": PROXY_ACCOUNT[0]}})
-            _create_absent(
+            objects.create_absent(core.create_namespace, {"metadata": {"name": PROXY_ACCOUNT[0]}})
+            objects.create_absent(
                 lambda body: core.create_namespaced_service_account(PROXY_ACCOUNT[0], body),
                 {"metadata": {"name": PROXY_ACCOUNT[1]}},
             )
             # The shared proxies' Service: the controller mirrors its endpoints next to each
             # Gateway's VIP Service. The proxies run as processes on 127.0.0.1, not as pods.
-            _create_absent(
+            objects.create_absent(
                 lambda body: core.create_namespaced_service(PROXY_ACCOUNT[0], body),
-                _shared_proxy_service(),
+                objects.shared_proxy_service(),
             )
             discovery: Any = kubernetes.client.DiscoveryV1Api(client)
-            _create_absent(
+            objects.create_absent(
                 lambda body: discovery.create_namespaced_endpoint_slice(PROXY_ACCOUNT[0], body),
-                _shared_proxy_slice(),
+                objects.shared_proxy_slice(),
             )
             create: Any = kubernetes.utils.create_from_dict  # untyped in the client
             for obj in self.extra_objects:
                 create(client, obj)
 
-    def _start_load_balancer(self) -> None:
-        """Each LoadBalancer Service (every shared Gateway's VIP) gets its own loopback address,
-        relayed to the shared proxy, as a cloud load balancer would (docs/testing.md)."""
-        self._run(
-            "devkit", "lb", "lb", "--api-server", self.api_url, listening="load balancer started"
-        )
+    def _spawn_load_balancer(self) -> tuple[RecordedProcess, str]:
+        """Each LoadBalancer Service (every Gateway's) gets its own loopback address, relayed to
+        its endpoints, as a cloud load balancer would (docs/testing.md)."""
+        where = Placement("kube-system", "devkit-lb", "lb")
+        args = ["lb", "--api-server", self.api_url]
+        return self._spawn("devkit", "lb", *args, pod=where), "load balancer started"
 
-    def _start_echoes(self) -> None:
+    def _spawn_node(self) -> tuple[RecordedProcess, str]:
+        """The node agent runs the Deployments the controller provisions (dedicated proxies),
+        each pod started by the stack's own launcher (docs/testing.md)."""
+        where = Placement("kube-system", "devkit-node", "node")
+        args = ["node", "--api-server", self.api_url, "--workdir", str(self.workdir / "node")]
+        args += self.launcher.node_runs()
+        return self._spawn("devkit", "node", *args, pod=where), "node agent started"
+
+    def _spawn_identity(self) -> tuple[RecordedProcess, str]:
+        args = ["serve", "--api-server", self.api_url, "--address", "127.0.0.1", "--port", "0"]
+        args += ["--admin-address", "127.0.0.1", "--admin-port", "0"]
+        where = _coxswain("identity", "identity")
+        return self._spawn("identity", "identity", *args, pod=where), "identity listening"
+
+    def _spawn_echoes(self) -> list[tuple[str, str, RecordedProcess]]:
+        started = []
         for namespace, service in self.echo_services:
             pod = f"{service}-0"
-            args = [
-                "echo",
-                "--address",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--namespace",
-                namespace,
-                "--pod",
-                pod,
-            ]
-            process = ServiceProcess(self.launcher.argv("devkit", *args)).start()
-            self.processes[f"echo {namespace}/{service}"] = process
+            args = ["echo", "--address", "127.0.0.1", "--port", "0"]
+            args += ["--namespace", namespace, "--pod", pod]
+            where = Placement(namespace, pod, "echo")
+            process = self._spawn("devkit", f"echo {namespace}/{service}", *args, pod=where)
+            started.append((namespace, service, process))
+        return started
+
+    def _wait_echoes(self, started: list[tuple[str, str, RecordedProcess]]) -> None:
+        for namespace, service, process in started:
             port = int(process.wait_for_msg("echo listening", timeout=START_TIMEOUT)["port"])
             self.echoes.append(EchoBackend(namespace, service, process, port))
         with self.client() as client:
             discovery: Any = kubernetes.client.DiscoveryV1Api(client)
             for echo in self.echoes:
-                discovery.create_namespaced_endpoint_slice(echo.namespace, _endpoint_slice(echo))
-
-    def _start_identity(self) -> None:
-        line = self._run(
-            "identity", "identity", "serve", "--api-server", self.api_url,
-            "--address", "127.0.0.1", "--port", "0",
-            "--admin-address", "127.0.0.1", "--admin-port", "0",
-            listening="identity listening",
-        )  # fmt: skip
-        self.identity_port = int(line["port"])
+                discovery.create_namespaced_endpoint_slice(
+                    echo.namespace, objects.echo_slice(echo.namespace, echo.service, echo.port)
+                )
 
     def start_controller(
         self, name: str = "controller", *, port: int = 0, leader_election: bool = False
@@ -222,6 +284,8 @@ class Stack:
             "--lease-renew-deadline",
             "1",
         ]
+        # Chosen before it starts: the dedicated proxies it provisions are told where it is.
+        port = port or free_port()
         line = self._run(
             "controller", name, "serve", "--api-server", self.api_url,
             *(election if leader_election else ["--no-leader-election"]),
@@ -229,11 +293,22 @@ class Stack:
             "--discovery-address", "127.0.0.1", "--discovery-port", str(port),
             "--ingress-http-port", str(self.ports.ingress_http),
             "--ingress-https-port", str(self.ports.ingress_https),
-            listening="discovery listening",
+            *self._provisioning_flags(port),
+            listening="discovery listening", pod=_coxswain(name, "controller"),
         )  # fmt: skip
         if int(line["port"]) not in self.discovery_ports:
             self.discovery_ports.append(int(line["port"]))
         return int(line["port"])
+
+    def _provisioning_flags(self, port: int) -> list[str]:
+        """What the dedicated proxies it provisions need here: every controller and the
+        identity service on 127.0.0.1, whose certificates name `localhost`."""
+        ports = [*(p for p in self.discovery_ports if p != port), port]
+        return [
+            "--proxy-discovery-endpoint", ",".join(f"127.0.0.1:{p}" for p in ports),
+            "--proxy-bootstrap-endpoint", f"127.0.0.1:{self.identity_port}",
+            "--proxy-arg=--discovery-server-name=localhost",
+        ]  # fmt: skip
 
     def start_proxy(
         self, name: str = "proxy", *, scope: Sequence[str] = ("--shared",)
@@ -251,7 +326,7 @@ class Stack:
             "--listen-address", "127.0.0.1", "--workers", "1",
             "--ingress-http-port", str(self.ports.ingress_http),
             "--ingress-https-port", str(self.ports.ingress_https), *self.proxy_args,
-            listening="admin server listening",
+            listening="admin server listening", pod=_proxy_placement(name, scope),
         )  # fmt: skip
         return self.processes[name]
 
@@ -276,6 +351,21 @@ class Stack:
                 return {x["name"]: int(x["bind_port"]) for x in resource["spec"]["listeners"]}
         return {}
 
+    def address(self, namespace: str, gateway: str, port: int) -> tuple[str, int] | None:
+        """Where a Gateway's listener port answers on this machine: its own Service's load
+        balancer address and port (docs/provisioning.md), once the load balancer gave one."""
+        selector = f"{GATEWAY_LABEL}={gateway}"
+        with self.client() as client:
+            core: Any = kubernetes.client.CoreV1Api(client)
+            found = core.list_namespaced_service(
+                namespace, label_selector=selector, _preload_content=False
+            )
+        for service in json.loads(found.data)["items"]:
+            reached = objects.lb_reach(service, port)
+            if reached is not None:
+                return reached
+        return None
+
     def _proxy_credentials(self) -> tuple[Path, Path]:
         """The files a kubelet would mount: a projected token and the trust bundle."""
         with self.client() as client:
@@ -284,7 +374,7 @@ class Stack:
             answer = core.create_namespaced_service_account_token(
                 PROXY_ACCOUNT[1], PROXY_ACCOUNT[0], request
             )
-            bundle = _wait_for_bundle(core)
+            bundle = objects.wait_for_bundle(core, START_TIMEOUT)
         token_path = self.workdir / "token"
         token_path.write_text(answer.status.token)
         bundle_path = self.workdir / "ca.crt"
@@ -292,87 +382,12 @@ class Stack:
         return token_path, bundle_path
 
 
-def _create_absent(create: Any, body: dict[str, Any]) -> None:
-    try:
-        create(body)
-    except kubernetes.client.exceptions.ApiException as err:
-        if err.status != 409:
-            raise
+def _proxy_placement(name: str, scope: Sequence[str]) -> Placement:
+    """A shared proxy's Pod carries the shared proxies' label (`--shared-proxy-selector`)."""
+    shared = {"app.kubernetes.io/name": "coxswain-proxy"} if "--shared" in scope else {}
+    return _coxswain(name, "proxy", **shared)
 
 
-def _wait_for_bundle(core: Any) -> str:
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        try:
-            config_map = core.read_namespaced_config_map(TRUST_CONFIGMAP[1], TRUST_CONFIGMAP[0])
-            if (config_map.data or {}).get("ca.crt"):
-                return str(config_map.data["ca.crt"])
-        except kubernetes.client.exceptions.ApiException as err:
-            if err.status != 404:
-                raise
-        if time.monotonic() > deadline:
-            raise ProcessError("the identity service never published the trust bundle")
-        time.sleep(0.1)
-
-
-def _shared_proxy_service() -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": PROXY_ACCOUNT[1],
-            "labels": {"app.kubernetes.io/name": "coxswain-proxy"},
-        },
-        "spec": {"ports": [{"name": "admin", "port": 9092, "protocol": "TCP"}]},
-    }
-
-
-def _shared_proxy_slice() -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": f"{PROXY_ACCOUNT[1]}-local",
-            "labels": {"kubernetes.io/service-name": PROXY_ACCOUNT[1]},
-        },
-        "addressType": "IPv4",
-        "ports": [{"name": "admin", "port": 9092, "protocol": "TCP"}],
-        "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
-    }
-
-
-def _endpoint_slice(echo: EchoBackend) -> dict[str, Any]:
-    return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {
-            "name": f"{echo.service}-local",
-            "labels": {"kubernetes.io/service-name": echo.service},
-        },
-        "addressType": "IPv4",
-        "ports": [{"name": "http", "port": echo.port, "protocol": "TCP"}],
-        "endpoints": [
-            {
-                "addresses": ["127.0.0.1"],
-                "conditions": {"ready": True},
-                "targetRef": {
-                    "kind": "Pod",
-                    "name": f"{echo.service}-0",
-                    "namespace": echo.namespace,
-                },
-            }
-        ],
-    }
-
-
-def tls_secret(
-    namespace: str, name: str, ca: CertificateAuthority, hosts: Sequence[str]
-) -> dict[str, Any]:
-    """A kubernetes.io/tls Secret for `hosts`, signed by `ca` (so clients can trust it)."""
-    issued = ca.issue(dns=list(hosts))
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "kubernetes.io/tls",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": {
-            "tls.crt": base64.b64encode(issued.chain_pem).decode(),
-            "tls.key": base64.b64encode(issued.key_pem).decode(),
-        },
-    }
+def _recorded(process: ServiceProcess) -> RecordedProcess:
+    assert isinstance(process, RecordedProcess)
+    return process

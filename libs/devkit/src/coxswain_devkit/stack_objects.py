@@ -1,0 +1,136 @@
+"""The Kubernetes objects the stack writes itself, and small helpers for writing them.
+
+What a Helm install and the cluster's controllers would have made, but that here stand for
+processes the stack runs outside any pod: the shared proxies' Service with an EndpointSlice
+naming 127.0.0.1, the echo backends' EndpointSlices, and TLS Secrets for tests and the demo.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import kubernetes
+
+from coxswain_devkit.loadbalancer import PORT_OFFSET_ANNOTATION
+from coxswain_devkit.pki import CertificateAuthority
+from coxswain_devkit.processes import ProcessError
+
+__all__ = [
+    "PROXY_ACCOUNT",
+    "TRUST_CONFIGMAP",
+    "create_absent",
+    "echo_slice",
+    "lb_reach",
+    "shared_proxy_service",
+    "shared_proxy_slice",
+    "tls_secret",
+    "wait_for_bundle",
+]
+
+TRUST_CONFIGMAP = ("coxswain-system", "coxswain-discovery-trust")
+PROXY_ACCOUNT = ("coxswain-system", "coxswain-proxy")
+
+
+def lb_reach(service: dict[str, Any], port: int) -> tuple[str, int] | None:
+    """The address and port a LoadBalancer Service's `port` is reached at on this machine: its
+    load balancer IP, and the port plus the devkit load balancer's offset for a port below 1024
+    it could not bind (it then annotates the Service). None until it has an address, or if the
+    Service has no such port."""
+    if all(int(p["port"]) != port for p in (service.get("spec") or {}).get("ports") or []):
+        return None
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    ips = [str(i["ip"]) for i in ingress if i.get("ip")]
+    if not ips:
+        return None
+    offset = (service["metadata"].get("annotations") or {}).get(PORT_OFFSET_ANNOTATION)
+    return ips[0], port + int(offset) if offset and port < 1024 else port
+
+
+def create_absent(create: Any, body: dict[str, Any]) -> None:
+    try:
+        create(body)
+    except kubernetes.client.exceptions.ApiException as err:
+        if err.status != 409:
+            raise
+
+
+def wait_for_bundle(core: Any, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            config_map = core.read_namespaced_config_map(TRUST_CONFIGMAP[1], TRUST_CONFIGMAP[0])
+            if (config_map.data or {}).get("ca.crt"):
+                return str(config_map.data["ca.crt"])
+        except kubernetes.client.exceptions.ApiException as err:
+            if err.status != 404:
+                raise
+        if time.monotonic() > deadline:
+            raise ProcessError("the identity service never published the trust bundle")
+        time.sleep(0.1)
+
+
+def shared_proxy_service() -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": PROXY_ACCOUNT[1],
+            "labels": {"app.kubernetes.io/name": "coxswain-proxy"},
+        },
+        "spec": {"ports": [{"name": "admin", "port": 9092, "protocol": "TCP"}]},
+    }
+
+
+def shared_proxy_slice() -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"{PROXY_ACCOUNT[1]}-local",
+            "labels": {"kubernetes.io/service-name": PROXY_ACCOUNT[1]},
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "admin", "port": 9092, "protocol": "TCP"}],
+        "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
+    }
+
+
+def echo_slice(namespace: str, service: str, port: int) -> dict[str, Any]:
+    """The EndpointSlice of a Service backed by an echo process on 127.0.0.1."""
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": f"{service}-local",
+            "labels": {"kubernetes.io/service-name": service},
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
+        "endpoints": [
+            {
+                "addresses": ["127.0.0.1"],
+                "conditions": {"ready": True},
+                "targetRef": {
+                    "kind": "Pod",
+                    "name": f"{service}-0",
+                    "namespace": namespace,
+                },
+            }
+        ],
+    }
+
+
+def tls_secret(
+    namespace: str, name: str, ca: CertificateAuthority, hosts: Sequence[str]
+) -> dict[str, Any]:
+    """A kubernetes.io/tls Secret for `hosts`, signed by `ca` (so clients can trust it)."""
+    issued = ca.issue(dns=list(hosts))
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {
+            "tls.crt": base64.b64encode(issued.chain_pem).decode(),
+            "tls.key": base64.b64encode(issued.key_pem).decode(),
+        },
+    }
