@@ -1,10 +1,14 @@
 """The local demo: the whole Coxswain stack on this machine, no cluster needed.
 
-`./pants run :demo` lands here. It starts, each as its own process: the Kubernetes API emulator
-seeded from `deploy/examples/demo/`, one echo backend per Service there, the identity service,
-the controller and one shared proxy, which bootstraps its SVID and streams its routing over
-mTLS exactly as in production. It generates the Gateway's TLS certificate, waits for the Gateway
-to be Programmed, then prints the kubeconfig and commands to try. Ctrl-C stops everything.
+`./pants run :demo` lands here. It starts, each as its own process (`stack.Stack`): the
+Kubernetes API emulator seeded from `deploy/examples/demo/`, the devkit load balancer and node
+agent, one echo backend per Service there, the identity service, the controller and one shared
+proxy, which bootstraps its SVID and streams its routing over mTLS exactly as in production. The
+manifests declare three Gateways: `demo` and `staging` share a hostname and a port and are
+told apart by their addresses, and `dedicated` names CoxswainGatewayParameters, so the
+controller provisions its own proxy, which the node agent runs. The demo generates demo's TLS
+certificate, waits for every Gateway to be Programmed, then prints the kubeconfig and commands
+to try, each Gateway at its own address (`demo_text`). Ctrl-C stops everything.
 """
 
 from __future__ import annotations
@@ -19,16 +23,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import kubernetes
 import yaml
 
+from coxswain_devkit import demo_text
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.processes import ProcessError
 from coxswain_devkit.stack import Launcher, Stack, StackPorts, tls_secret
 
-GATEWAY = ("demo", "demo")
+NAMESPACE = "demo"
 HOSTS = ("*.demo.example",)
-PROGRAMMED_TIMEOUT = 60.0
+PROGRAMMED_TIMEOUT = 90.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,81 +42,42 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _services(manifests: Path) -> list[tuple[str, str]]:
-    services = []
+def _documents(manifests: Path) -> list[dict[str, Any]]:
+    documents = []
     for path in sorted(manifests.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict) and doc.get("kind") == "Service":
-                services.append((doc["metadata"]["namespace"], doc["metadata"]["name"]))
-    return services
+        documents += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    return documents
 
 
-def _gateway(client: Any) -> dict[str, Any]:
-    custom: Any = kubernetes.client.CustomObjectsApi(client)
-    return dict(
-        custom.get_namespaced_custom_object(
-            "gateway.networking.k8s.io", "v1", GATEWAY[0], "gateways", GATEWAY[1]
-        )
-    )
+def _services(documents: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (doc["metadata"]["namespace"], doc["metadata"]["name"])
+        for doc in documents
+        if doc.get("kind") == "Service"
+    ]
 
 
-def _programmed(gateway: dict[str, Any]) -> dict[str, Any] | None:
-    for condition in (gateway.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "Programmed":
-            return dict(condition)
-    return None
+def _gateways(documents: list[dict[str, Any]]) -> list[str]:
+    return [doc["metadata"]["name"] for doc in documents if doc.get("kind") == "Gateway"]
 
 
-def _wait_programmed(client: Any) -> dict[str, Any]:
+def _wait_served(stack: Stack, names: list[str]) -> list[demo_text.Served]:
+    """Each Gateway once it is Programmed and every listener has an address (or the timeout)."""
     deadline = time.monotonic() + PROGRAMMED_TIMEOUT
-    while True:
-        gateway = _gateway(client)
-        condition = _programmed(gateway)
-        if (condition and condition["status"] == "True") or time.monotonic() > deadline:
-            return gateway
-        time.sleep(0.2)
-
-
-def _print_ready(
-    stack: Stack, gateway: dict[str, Any], ports: dict[str, int], ca_file: Path
-) -> None:
-    http, https = ports.get("http"), ports.get("https")
-    kube = f"kubectl --kubeconfig {stack.kubeconfig}"
-    print(f"""
-Coxswain demo running (API emulator at {stack.api_url}).
-
-  kubeconfig: {stack.kubeconfig}
-  {kube} get gateways,httproutes,ingresses -A
-  {kube} get gateway -n demo demo -o yaml
-
-Gateway demo/demo serves HTTP on 127.0.0.1:{http} and HTTPS on 127.0.0.1:{https}:
-  curl -s -H 'Host: app.demo.example' http://127.0.0.1:{http}/v1              # path split: v1
-  curl -s -H 'Host: app.demo.example' http://127.0.0.1:{http}/v2              # path split: v2
-  curl -s -H 'Host: app.demo.example' -H 'X-Canary: on' http://127.0.0.1:{http}/   # header match
-  for i in $(seq 10); do curl -s -H 'Host: split.demo.example' http://127.0.0.1:{http}/ \\
-      | grep -o '"pod": *"[^"]*"'; done                                   # weighted 80/20
-  curl -si -H 'Host: old.demo.example' http://127.0.0.1:{http}/               # redirect
-  curl -s --cacert {ca_file} --resolve app.demo.example:{https}:127.0.0.1 https://app.demo.example:{https}/v1
-Ingress demo/legacy on the shared Ingress port:
-  curl -s -H 'Host: legacy.demo.example' http://127.0.0.1:{stack.ports.ingress_http}/
-""")
-    condition = _programmed(gateway) or {}
-    print(
-        f"Gateway demo/demo: Programmed={condition.get('status')} "
-        f"({condition.get('reason')}: {condition.get('message')})"
-    )
-    for listener in (gateway.get("status") or {}).get("listeners") or []:
-        states = ", ".join(f"{c['type']}={c['status']}" for c in listener["conditions"])
-        print(
-            f"  listener {listener['name']}: attachedRoutes={listener['attachedRoutes']} {states}"
-        )
-    print("\nPress Ctrl-C to stop every process.\n", flush=True)
+    with stack.client() as client:
+        while True:
+            served = [demo_text.served(stack, client, NAMESPACE, name) for name in names]
+            done = all(s.programmed_status == "True" and s.reachable for s in served)
+            if done or time.monotonic() > deadline:
+                return served
+            time.sleep(0.2)
 
 
 def run(offset: int, manifests: Path) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    documents = _documents(manifests)
     with tempfile.TemporaryDirectory(prefix="coxswain-demo-") as tmp:
         workdir = Path(tmp)
         ca = CertificateAuthority.create("coxswain demo CA", days=30)
@@ -122,15 +87,16 @@ def run(offset: int, manifests: Path) -> int:
             Launcher.modules(),
             workdir,
             manifests=manifests,
-            echo_services=_services(manifests),
+            echo_services=_services(documents),
             ports=StackPorts(18080 + offset, 18443 + offset),
-            extra_objects=[tls_secret("demo", "demo-tls", ca, HOSTS)],
+            extra_objects=[tls_secret(NAMESPACE, "demo-tls", ca, HOSTS)],
         )
         try:
             stack.start()
+            served = _wait_served(stack, _gateways(documents))
             with stack.client() as client:
-                gateway = _wait_programmed(client)
-            _print_ready(stack, gateway, stack.bind_ports(*GATEWAY), ca_file)
+                pods = demo_text.pods(client)
+            print(demo_text.ready(stack, served, pods, ca_file), flush=True)
             stop.wait()
         except ProcessError as err:
             print(f"demo: a service failed: {err}", file=sys.stderr)
