@@ -441,7 +441,8 @@ def h2load(url: str, seconds: int, root: Path) -> Result:
     was not a 2xx (an error page is no benchmark)."""
     log = root / "h2load.log"
     out = subprocess.run(
-        ["h2load", "-t2", "-c50", "-m10", f"-D{seconds}", "--warm-up-time=1",
+        # Offering only h2: h2load falls back to HTTP/1.1 when a server's ALPN picks it.
+        ["h2load", "-t2", "-c50", "-m10", f"-D{seconds}", "--warm-up-time=1", "--npn-list=h2",
          "-H", ":authority: bench.example.com", f"--log-file={log}", url],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
@@ -465,10 +466,12 @@ def h2load(url: str, seconds: int, root: Path) -> Result:
 def _speaks_h2(url: str) -> bool:
     """Whether a (baseline) proxy answers HTTP/2 at all; one that does not gets n/a."""
     out = subprocess.run(
-        ["h2load", "-n1", "-c1", "-H", ":authority: bench.example.com", url],
+        ["h2load", "-n1", "-c1", "--npn-list=h2", "-H", ":authority: bench.example.com", url],
         capture_output=True, text=True, timeout=10,
     ).stdout  # fmt: skip
-    return "1 succeeded" in out and "1 2xx" in out
+    protocol = re.search(r"Application protocol: (\S+)", out)
+    spoke = protocol is not None and protocol.group(1) in ("h2", "h2c")
+    return spoke and "1 succeeded" in out and "1 2xx" in out
 
 
 def grpc_load(port: int, seconds: int) -> Result:
