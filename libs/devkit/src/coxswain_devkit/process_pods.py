@@ -19,6 +19,7 @@ nothing. They carry the annotation `coxswain-devkit/process` with the command li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import queue
@@ -91,6 +92,7 @@ class _Registered:
     container: str
     buffer: LogBuffer
     started: str = field(default_factory=lambda: _now())
+    uid: str = ""  # its Pod's, once created: a later process of the same name gets a new Pod
 
 
 def _now() -> str:
@@ -146,14 +148,15 @@ class ProcessNode:
         self._create_pod(namespace, pod, entry, dict(labels or {}))
 
         def sink(raw: bytes | None) -> None:
-            self._loop.call_soon_threadsafe(self._line, namespace, pod, raw)
+            # Once closed, the stack stopped serving logs: nobody reads them any more.
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._line, namespace, pod, entry, raw)
 
         process.attach(sink)
 
     # ------------------------------------------------------------------ logs
 
-    def _line(self, namespace: str, pod: str, raw: bytes | None) -> None:
-        entry = self._pods[(namespace, pod)]
+    def _line(self, namespace: str, pod: str, entry: _Registered, raw: bytes | None) -> None:
         if raw is not None:
             entry.buffer.append(raw)
             return
@@ -211,7 +214,16 @@ class ProcessNode:
         }
         with self._client() as client:
             core: Any = kubernetes.client.CoreV1Api(client)
-            pod = _json(core.create_namespaced_pod(namespace, body, _preload_content=False))
+            try:
+                created = core.create_namespaced_pod(namespace, body, _preload_content=False)
+            except kubernetes.client.exceptions.ApiException as err:
+                if err.status != 409:
+                    raise
+                # An earlier process of the same name (a restarted controller): its Pod goes.
+                core.delete_namespaced_pod(name, namespace, _preload_content=False)
+                created = core.create_namespaced_pod(namespace, body, _preload_content=False)
+            pod = _json(created)
+            entry.uid = pod["metadata"]["uid"]
             pod["status"] = _status(entry, {"running": {"startedAt": entry.started}}, ready=True)
             core.replace_namespaced_pod_status(name, namespace, pod, _preload_content=False)
 
@@ -227,6 +239,8 @@ class ProcessNode:
         with self._client() as client:
             core: Any = kubernetes.client.CoreV1Api(client)
             pod = _json(core.read_namespaced_pod(name, namespace, _preload_content=False))
+            if pod["metadata"]["uid"] != entry.uid:
+                return  # another process's Pod by now
             pod["status"] = _status(entry, {"terminated": terminated}, ready=False)
             pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
             core.replace_namespaced_pod_status(name, namespace, pod, _preload_content=False)

@@ -63,6 +63,7 @@ def cluster() -> Iterator[Cluster]:
 
 
 def _started(tmp_path: Path) -> tuple[RecordedProcess, Path]:
+    tmp_path.mkdir(exist_ok=True)
     go = tmp_path / "go"
     process = RecordedProcess([sys.executable, "-c", SCRIPT, str(go)])
     process.start()
@@ -123,3 +124,25 @@ def test_an_unknown_container_is_refused_with_kube_apiservers_words(
         assert "container other is not valid for pod worker" in str(refused.value.body)
     finally:
         process.stop()
+
+
+def test_a_later_process_of_the_same_name_gets_a_pod_and_a_log_of_its_own(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    core = cluster.core
+    first, _ = _started(tmp_path / "a")
+    cluster.node.register(first, namespace="default", pod="worker", container="w")
+    old_uid = core.read_namespaced_pod("worker", "default").metadata.uid
+    first.kill()  # a controller killed by a failover test, started again under its name
+    second, go = _started(tmp_path / "b")
+    try:
+        cluster.node.register(second, namespace="default", pod="worker", container="w")
+        go.touch()
+        eventually(lambda: "second" in core.read_namespaced_pod_log("worker", "default"), "it")
+        assert core.read_namespaced_pod_log("worker", "default").count("first") == 1
+        cluster.node.close()  # the status writes queued are done: the first one's exit too
+        pod = core.read_namespaced_pod("worker", "default")
+        assert pod.metadata.uid != old_uid
+        assert pod.status.phase == "Running"  # the first one's exit was not written onto it
+    finally:
+        second.stop()
