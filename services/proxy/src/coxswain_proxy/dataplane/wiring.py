@@ -118,7 +118,12 @@ class Relay:
     applied_at: float = 0.0
 
     def __post_init__(self) -> None:
-        self._refresh = tasks.spawn(self._stats(), name="dataplane-stats")
+        # Forked workers' counters are collected here; in process the plane's own are read.
+        self._refresh = (
+            tasks.spawn(self._stats(self.workers), name="dataplane-stats")
+            if self.workers is not None
+            else None
+        )
 
     async def apply(self, state: RoutingState) -> list[BoundPort]:
         # By key, as staged: the resources a delta did not carry are the objects applied
@@ -132,13 +137,14 @@ class Relay:
         self.binder.set_bound(ports.ReportedPort(b.port, _protocol(b)) for b in bound)
         return bound
 
-    async def _stats(self) -> None:
-        while self.workers is not None:
+    async def _stats(self, workers: Workers) -> None:
+        while True:
             await asyncio.sleep(STATS_REFRESH_SECONDS)
-            self.stats = await self.workers.stats()
+            self.stats = await workers.stats()
 
     async def close(self) -> None:
-        await tasks.cancel(self._refresh)
+        if self._refresh is not None:
+            await tasks.cancel(self._refresh)
         if self.workers is not None:
             await self.workers.close(self.grace)
         if self.plane is not None:
