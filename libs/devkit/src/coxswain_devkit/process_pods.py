@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 import kubernetes
-import urllib3
+import urllib3  # pants: no-infer-dep  (the kubernetes client's own transport: it comes with it)
 
 from coxswain_devkit.node.logs import KubeletServer, LogBuffer
 from coxswain_devkit.processes import ServiceProcess
