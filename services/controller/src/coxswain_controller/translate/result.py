@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_controller.translate.provision.model import GatewayProvision
+from coxswain_controller.translate.refs import ObjectRef
 from coxswain_controller.translate.scopes import GatewayScope, Identity, Scope
 from coxswain_routing import Resource
-
-if TYPE_CHECKING:  # provision.model names ObjectRef, defined here
-    from coxswain_controller.translate.provision.model import GatewayProvision
 
 __all__ = [
     "Condition",
@@ -30,17 +29,6 @@ __all__ = [
     "TranslateResult",
     "Verdict",
 ]
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class ObjectRef:
-    kind: str
-    namespace: str  # "" for cluster-scoped kinds
-    name: str
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/" if self.namespace else ""
-        return f"{self.kind} {where}{self.name}"
 
 
 @dataclass(frozen=True, slots=True)

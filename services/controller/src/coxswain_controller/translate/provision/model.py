@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from coxswain_controller.translate.result import ObjectRef
+from coxswain_controller.translate.refs import ObjectRef
 
 __all__ = ["GatewayProvision", "Mode", "ObjectKey", "Provisioned", "fingerprint"]
 
