@@ -6,12 +6,14 @@ server with the real `DiscoveryService`; clients open real streams with SVID cli
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 import grpc.aio
+import kubernetes
 import pytest
 
 from coxswain_controller.discovery.credentials import (
@@ -26,6 +28,7 @@ from coxswain_controller.discovery.registry import SnapshotRegistry
 from coxswain_controller.discovery.server import DiscoveryService
 from coxswain_controller.leader.leadership import Leadership
 from coxswain_controller.translate.scopes import Identity
+from coxswain_devkit.apiserver import ThreadedApiServer
 from coxswain_devkit.pki import CertificateAuthority, Issued, spiffe_id
 from coxswain_proto import discovery as pb
 from coxswain_proto import rpc
@@ -95,3 +98,13 @@ async def controller() -> AsyncIterator[Controller]:
         for channel in running.channels:
             await channel.close()
         await server.stop(None)
+
+
+@pytest.fixture
+async def client(api: ThreadedApiServer) -> AsyncIterator[Any]:
+    """The real `kubernetes` client talking to the test module's `api` emulator."""
+    api_client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=api.url))
+    try:
+        yield api_client
+    finally:
+        await asyncio.to_thread(api_client.close)

@@ -11,7 +11,7 @@ Leaves out the watch machinery (sources/) and leader election (leader/).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import kubernetes
@@ -81,15 +81,6 @@ def api() -> Iterator[ThreadedApiServer]:
         server.call(lambda s: s.apply(crds.standard()))
         server.call(lambda s: s.apply(MANIFESTS))
         yield server
-
-
-@pytest.fixture
-async def client(api: ThreadedApiServer) -> AsyncIterator[Any]:
-    api_client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=api.url))
-    try:
-        yield api_client
-    finally:
-        await asyncio.to_thread(api_client.close)
 
 
 def _list(client: Any) -> Inputs:

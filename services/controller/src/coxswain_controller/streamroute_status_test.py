@@ -13,7 +13,7 @@ gating (publish_test).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import kubernetes
@@ -101,15 +101,6 @@ def api() -> Iterator[ThreadedApiServer]:
         server.call(lambda s: s.apply(crds.experimental()))
         server.call(lambda s: s.apply(MANIFESTS))
         yield server
-
-
-@pytest.fixture
-async def client(api: ThreadedApiServer) -> AsyncIterator[Any]:
-    api_client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=api.url))
-    try:
-        yield api_client
-    finally:
-        await asyncio.to_thread(api_client.close)
 
 
 def _list(client: Any) -> Inputs:

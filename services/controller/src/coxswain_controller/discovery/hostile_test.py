@@ -14,7 +14,7 @@ its size bound before reading it. Leaves out the well-formed refusals and snapsh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import grpc
@@ -326,15 +326,6 @@ def api() -> Iterator[ThreadedApiServer]:
         server.call(lambda s: s.apply(crds.standard()))
         server.call(lambda s: s.apply(MANIFESTS))
         yield server
-
-
-@pytest.fixture
-async def client(api: ThreadedApiServer) -> AsyncIterator[Any]:
-    api_client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=api.url))
-    try:
-        yield api_client
-    finally:
-        await asyncio.to_thread(api_client.close)
 
 
 def _inputs(client: Any) -> Inputs:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import kubernetes
 import pytest
 
 from coxswain_controller.kube import api as kube
@@ -93,15 +92,6 @@ def api() -> Iterator[ThreadedApiServer]:
         server.call(lambda s: s.apply(crds.standard() + crds.coxswain()))
         server.call(lambda s: s.apply(MANIFESTS))
         yield server
-
-
-@pytest.fixture
-async def client(api: ThreadedApiServer) -> AsyncIterator[Any]:
-    api_client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=api.url))
-    try:
-        yield api_client
-    finally:
-        await asyncio.to_thread(api_client.close)
 
 
 def _listed(client: Any) -> dict[str, dict[tuple[str, str], dict[str, Any]]]:

@@ -7,7 +7,7 @@ and the merge rules (merge_test)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import kubernetes
@@ -35,15 +35,6 @@ def api() -> Iterator[ThreadedApiServer]:
         server.call(lambda s: s.apply(crds.standard()))
         server.call(lambda s: s.apply([CLASS]))
         yield server
-
-
-@pytest.fixture
-async def client(api: ThreadedApiServer) -> AsyncIterator[Any]:
-    api_client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=api.url))
-    try:
-        yield api_client
-    finally:
-        await asyncio.to_thread(api_client.close)
 
 
 def _live(client: Any) -> dict[str, Any]:
