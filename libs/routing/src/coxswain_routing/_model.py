@@ -556,13 +556,17 @@ class StreamMatch:
 
     id: RouteId  # the TCPRoute, TLSRoute or UDPRoute (rule 0: a stream route has one rule)
     backends: tuple[Backend, ...]  # in declared order; none at all refuses every connection
-    server_name: str = ""  # TLS passthrough: exact or "*.suffix"; "" for every name
+    server_name: str = ""  # TLS: exact or "*.suffix"; "" for every name
+    # TLS: the listener terminates (the port's TlsStore, by server name) and the decrypted bytes
+    # are relayed; False: the session passes through unread. Always False on TCP and UDP.
+    terminate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class StreamRoute:
     """What one bound port relays, for one transport: a TCP or UDP port carries one match
-    (server name ""); a TLS passthrough port one per server name, each name once."""
+    (server name ""); a TLS port one per server name, each name once, each passed through or
+    terminated as the listener that serves the name says."""
 
     bind_port: int
     protocol: ListenerProtocol  # TCP, TLS or UDP

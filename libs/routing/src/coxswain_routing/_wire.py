@@ -105,6 +105,7 @@ def _stream_match(s: m.StreamMatch) -> pb.StreamMatch:
         id=route_id_to_wire(s.id),
         server_name=s.server_name,
         backends=[backend_to_wire(b) for b in s.backends],
+        terminate=s.terminate,
     )
 
 
@@ -113,6 +114,7 @@ def _stream_match_back(s: pb.StreamMatch) -> m.StreamMatch:
         id=route_id_back(s.id),
         server_name=s.server_name,
         backends=tuple(backend_back(b) for b in s.backends),
+        terminate=s.terminate,
     )
 
 

@@ -219,7 +219,13 @@ resources: st.SearchStrategy[Resource] = st.one_of(
         bind_port=ports,
         protocol=st.sampled_from(ListenerProtocol),
         matches=tuples(
-            st.builds(StreamMatch, id=route_ids, backends=tuples(leaf_backends), server_name=text)
+            st.builds(
+                StreamMatch,
+                id=route_ids,
+                backends=tuples(leaf_backends),
+                server_name=text,
+                terminate=st.booleans(),
+            )
         ),
     ),
     st.builds(

@@ -6,8 +6,10 @@ of the shared proxy (`bind_ports`), a dedicated Gateway's on its own proxy at th
 Within one Gateway, spec 003 "Listeners" applies: "Two listeners on one port must serve one
 protocol; where they do not, ... the earlier listener keeps the port and the other is reported
 and not served", and "a UDP listener binds in its own port space, so it may share a port number
-with a TCP, TLS, HTTP or HTTPS listener". TLS listeners pass TLS through; TCP and UDP ones carry
-no hostname. A listener that is not served
+with a TCP, TLS, HTTP or HTTPS listener". A TLS listener passes TLS through, or terminates it
+with its certificates as an HTTPS listener does (issue 16, the Gateway API's
+TLSRouteModeTerminate); TLS listeners of either mode share a port, each serving its hostnames
+(TLSRouteModeMixed). TCP and UDP listeners carry no hostname. A listener that is not served
 is not Accepted, whatever refused it. HTTPS listeners on one port whose hostnames can claim the
 same request host are marked OverlappingTLSConfig (the Gateway API's warning about HTTP/2
 connection coalescing); they are still served.
@@ -72,6 +74,8 @@ class ListenerState:
     problems: list[Condition] = field(default_factory=list)  # conditions other than the defaults
     certificates: list[Certificate] = field(default_factory=list)
     bind_port: int = 0
+    # Its port in the shared range, also while the Gateway is dedicated (bind_ports.py).
+    shared_bind_port: int = 0
     attached: int = 0
 
     @property
@@ -204,7 +208,10 @@ def _listener(
             Reason.UNSUPPORTED_VALUE,
             "an HTTPS listener must terminate TLS (tls.mode Terminate)",
         )
-    elif protocol == "HTTPS":
+    elif mode is TlsMode.TERMINATE:
+        # HTTPS, and TLS in Terminate mode: the Gateway API's GatewayTLSConfig, "Terminate:
+        # The TLS session between the downstream client and the Gateway is terminated at the
+        # Gateway. This mode requires certificates to be specified".
         _certificates(inputs, gateway, listener, tls.get("certificateRefs") or [], grants)
     else:
         _stream_rules(listener)
@@ -212,20 +219,12 @@ def _listener(
 
 
 def _stream_rules(listener: ListenerState) -> None:
-    """What a TLS, TCP or UDP listener must be to be served (an HTTP one has no such rule)."""
-    # Spec 003 "Listeners": "On a TLS listener tls.mode must be Passthrough: the listener relays
-    # the client's handshake to the backend the server name selects and terminates nothing, so
-    # it holds no certificate and certificateRefs are ignored. The mode defaults to Terminate,
-    # which is refused with UnsupportedValue rather than assumed".
-    if listener.protocol == "TLS" and listener.tls_mode is not TlsMode.PASSTHROUGH:
-        message = (
-            "a TLS listener must pass TLS through (tls.mode Passthrough): Terminate, the "
-            "default, is not served in this release"
-        )
-        _refuse(listener, Reason.UNSUPPORTED_VALUE, message)
+    """What a TCP or UDP listener must be to be served (an HTTP or TLS one has no such rule)."""
+    # A TLS listener in Passthrough mode: "The TLS session is NOT terminated by the Gateway
+    # ... The certificateRefs field is ignored in this mode" (GatewayTLSConfig), so none is read.
     # Spec 003 "Listeners": "A TCP or UDP listener cannot carry one [a hostname], since nothing
     # in the stream names a host; a listener that declares one is refused with UnsupportedValue."
-    elif listener.protocol in ("TCP", "UDP") and listener.hostname:
+    if listener.protocol in ("TCP", "UDP") and listener.hostname:
         message = (
             f"a {listener.protocol} listener cannot carry a hostname "
             f"({listener.hostname}): nothing in the stream names a host"
@@ -265,7 +264,11 @@ def _certificates(
     grants: Grants,
 ) -> None:
     if not refs:
-        message = "an HTTPS listener needs tls.certificateRefs"
+        message = (
+            "an HTTPS listener needs tls.certificateRefs"
+            if listener.protocol == "HTTPS"
+            else "a TLS listener in Terminate mode (the default) needs tls.certificateRefs"
+        )
         _refuse(listener, Reason.UNSUPPORTED_VALUE, message)
         listener.problems.append(
             Condition(ConditionType.RESOLVED_REFS, False, Reason.INVALID_CERTIFICATE_REF, message)

@@ -21,6 +21,7 @@ from coxswain_controller.translate.result import (
     ListenerVerdict,
     ObjectRef,
 )
+from coxswain_routing import TlsMode
 
 __all__ = ["gateway_events", "gateway_verdict"]
 
@@ -46,7 +47,7 @@ def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
     for problem in listener.problems:  # the first problem of each condition type is reported
         if conditions.get(problem.type) is _DEFAULTS.get(problem.type):
             conditions[problem.type] = problem
-    usable = listener.protocol != "HTTPS" or bool(listener.certificates)
+    usable = listener.tls_mode is not TlsMode.TERMINATE or bool(listener.certificates)
     if listener.served and gateway_served and usable:
         programmed = Condition(
             ConditionType.PROGRAMMED, True, Reason.PROGRAMMED, "listener programmed"

@@ -21,6 +21,14 @@ TLSRouteMultipleRoutesAttachmentSameHostnameIntersection; the more specific of t
 likewise); between routes naming it alike, the oldest wins, then "{namespace}/{name}". A route
 that is itself refused (more than one rule, an unroutable hostname) holds nothing against
 another.
+
+Before any of that, a server name on a TLS port belongs to one listener: the Gateway API's
+distinct listeners ("inbound request hostnames MUST match from the most specific to least
+specific Hostname values to choose the correct Listener", gateway_types.go), so a name is served
+only through the most specific TLS listener of the port whose hostname covers it. That listener
+also says whether the name's connections are passed through or terminated, which is what lets a
+Passthrough and a Terminate listener share a port (TLSRouteModeMixed). A route attached to the
+less specific listener is still attached there; it is not served that name.
 """
 
 from __future__ import annotations
@@ -31,9 +39,9 @@ from dataclasses import dataclass
 from coxswain_controller.translate.gateways.gateway_states import ListenerState
 from coxswain_controller.translate.routes.attach import Attachment
 from coxswain_controller.translate.routes.streamrules import StreamPrepared
-from coxswain_routing import ListenerProtocol, intersect_hostnames
+from coxswain_routing import ListenerProtocol, host_pattern_covers, intersect_hostnames
 
-__all__ = ["Lost", "served_names", "weigh"]
+__all__ = ["Lost", "owned", "served_names", "weigh"]
 
 # What one route loses: (listener, server name) -> why ("" is the whole TCP or UDP listener).
 Lost = dict[tuple[ListenerState, str], str]
@@ -83,13 +91,46 @@ def served_names(route: StreamPrepared, attachment: Attachment) -> Mapping[str, 
     if route.protocol is not ListenerProtocol.TLS:
         return {"": ""}
     if not route.hostnames:
-        return dict.fromkeys(attachment.hostnames, "")
+        return dict.fromkeys(owned(attachment, attachment.hostnames), "")
     best: dict[str, str] = {}
     for declared in route.hostnames:
         for name in intersect_hostnames(attachment.listener.hostname, [declared]):
             if name not in best or _precision(declared) > _precision(best[name]):
                 best[name] = declared
-    return best
+    kept = owned(attachment, tuple(best))
+    return {name: declared for name, declared in best.items() if name in kept}
+
+
+def owned(attachment: Attachment, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of `names` (server names an attachment's TLS listener admits) that belong to that
+    listener: no other TLS listener of its Gateway on the port covers them more precisely."""
+    mine = attachment.listener
+    others = [
+        x
+        for x in attachment.gateway.listeners
+        if x is not mine and x.served and x.protocol == "TLS" and x.port == mine.port
+    ]
+    if not others:
+        return names
+    own = _precision(mine.hostname)
+    return tuple(
+        name
+        for name in names
+        if not any(_precision(x.hostname) > own and _covers(x.hostname, name) for x in others)
+    )
+
+
+def _covers(listener: str, name: str) -> bool:
+    """Whether a listener hostname admits every connection a served name stands for."""
+    if not name:
+        return not listener
+    if name.startswith("*."):
+        return (
+            listener == name
+            or (listener.startswith("*.") and host_pattern_covers(listener, name[2:]))
+            or not listener
+        )
+    return host_pattern_covers(listener, name)
 
 
 def _key(protocol: ListenerProtocol, attachment: Attachment, name: str) -> Hashable:

@@ -35,14 +35,14 @@ from coxswain_controller.translate.result import (
 )
 from coxswain_controller.translate.routes.attach import Attachment, ParentOutcome, attach
 from coxswain_controller.translate.routes.httproutes import RouteContribution
-from coxswain_controller.translate.routes.streamclaims import Lost, weigh
+from coxswain_controller.translate.routes.streamclaims import Lost, owned, weigh
 from coxswain_controller.translate.routes.streamrules import (
     KINDS,
     StreamPrepared,
     compile_stream_rule,
 )
 from coxswain_controller.translate.tables import ScopeTables
-from coxswain_routing import ListenerProtocol, StreamMatch
+from coxswain_routing import ListenerProtocol, StreamMatch, TlsMode
 
 __all__ = ["KINDS", "StreamRoutes", "stream_stage"]
 
@@ -120,8 +120,11 @@ def finish(prepared: StreamPrepared, tables: ScopeTables, lost: Lost) -> RouteCo
 
 def _without(prepared: StreamPrepared, outcome: ParentOutcome, lost: Lost) -> _Weighed:
     """`outcome` without the listeners and server names other routes keep; refused with
-    RouteConflict when nothing is left of it."""
-    kept: list[Attachment] = []
+    RouteConflict when nothing is left of it. An attachment every name of which a more precise
+    listener of the port owns (`streamclaims.owned`) serves nothing but stays attached (and
+    counted) beside what the route does serve, or alone when it lost nothing to a route."""
+    kept: list[Attachment] = []  # in the outcome's order
+    serving = False  # some attachment of `kept` serves a name
     why: list[str] = []
     for attachment in outcome.attachments:
         names = _names(prepared, attachment)
@@ -130,10 +133,12 @@ def _without(prepared: StreamPrepared, outcome: ParentOutcome, lost: Lost) -> _W
         why += gone
         if not gone:
             kept.append(attachment)
+            serving = serving or bool(names)
         elif left:
             kept.append(Attachment(attachment.gateway, attachment.listener, left))
+            serving = True
     lost_here = tuple(sorted(set(why)))
-    if kept or not outcome.attachments:
+    if serving or not why:
         return _Weighed(ParentOutcome(outcome.parent_ref, tuple(kept), outcome.refusal), lost_here)
     refusal = (Reason.ROUTE_CONFLICT, "; ".join(lost_here))
     return _Weighed(ParentOutcome(outcome.parent_ref, (), refusal), lost_here)
@@ -149,26 +154,31 @@ def _serve(
     (spec 003: "a route admitted by a wildcard listener and a precise one on the same port is
     served once there"); each listener it is served through counts it once."""
     served: set[tuple[object, int, str]] = set()
+    rule = prepared.rule
     for outcome in outcomes:
         for attachment in outcome.attachments:
             gateway, listener = attachment.gateway, attachment.listener
             if listener not in listeners:
                 listener.attached += 1
                 listeners.append(listener)
+            # The listener that owns a name says how its connections are served (issue 16:
+            # "terminate with the listener's certificate and relay TCP").
+            terminate = listener.tls_mode is TlsMode.TERMINATE
             for server_name in _names(prepared, attachment):
                 where = (gateway.scope, listener.bind_port, server_name)
                 if where in served:
                     continue
                 served.add(where)
-                match = StreamMatch(prepared.rule.id, prepared.rule.backends, server_name)
+                match = StreamMatch(rule.id, rule.backends, server_name, terminate)
                 tables.add_stream(gateway.scope, prepared.protocol, listener.bind_port, match)
 
 
 def _names(prepared: StreamPrepared, attachment: Attachment) -> tuple[str, ...]:
-    """The server names an attachment serves: its hostnames on a TLS listener; "" (every
-    connection) on a TCP or UDP one, where nothing names a host."""
+    """The server names an attachment serves: those of its hostnames its TLS listener owns on
+    the port (`streamclaims.owned`); "" (every connection) on a TCP or UDP one, where nothing
+    names a host."""
     if prepared.protocol is ListenerProtocol.TLS:
-        return attachment.hostnames
+        return owned(attachment, attachment.hostnames)
     return ("",)
 
 

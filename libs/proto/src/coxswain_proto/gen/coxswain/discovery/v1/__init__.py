@@ -919,17 +919,23 @@ default_message_pool.register_message("coxswain.discovery.v1", "Snapshot", Snaps
 class StreamMatch(betterproto2.Message):
     """
     ---------------------------------------------------------------------------------------------
-    Streams (TCP, TLS passthrough, UDP)
+    Streams (TCP, TLS passthrough and termination, UDP)
     """
 
     id: "RouteId | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
 
     server_name: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
     """
-    TLS passthrough: exact or "*.suffix"; "" for every name
+    TLS: exact or "*.suffix"; "" for every name
     """
 
     backends: "list[Backend]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
+
+    terminate: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+    """
+    TLS: terminate the client's TLS with the port's TlsStore (chosen by server name) and relay
+    the decrypted bytes; false: pass the TLS session through unread. Unset on TCP and UDP.
+    """
 
 
 default_message_pool.register_message("coxswain.discovery.v1", "StreamMatch", StreamMatch)
