@@ -7,7 +7,14 @@ question "why did my request go there".
 """
 
 from coxswain_routing._candidates import Candidate
-from coxswain_routing._cors import is_preflight, origin_allowed, preflight_headers, response_headers
+from coxswain_routing._cors import (
+    VARY_ORIGIN,
+    exposes_response_fields,
+    is_preflight,
+    origin_allowed,
+    preflight_headers,
+    response_headers,
+)
 from coxswain_routing._explain import Explanation, Verdict, explain
 from coxswain_routing._filters import (
     WELL_KNOWN_PORTS,
@@ -69,6 +76,8 @@ __all__ = [
     "fold_header_modifiers",
     "redirect_location",
     "rewrite_path",
+    "VARY_ORIGIN",
+    "exposes_response_fields",
     "is_preflight",
     "origin_allowed",
     "preflight_headers",

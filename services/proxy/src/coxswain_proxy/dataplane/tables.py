@@ -102,6 +102,9 @@ class BackendPlan:
     rewrite: URLRewrite | None
     mirrors: tuple[Mirror, ...]
     own_picker: bool = False  # dialled over TLS or h2c: `Tables.own_pickers` has its picker
+    # The slot's own RequestRedirect: its requests are answered with it, nothing is forwarded.
+    redirect: RequestRedirect | None = None
+    redirect_request: BytesPlan = ()  # the request modifiers that apply before that redirect
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,20 +140,26 @@ def _mirrors(filters: Iterable[object]) -> tuple[Mirror, ...]:
 def _backend_plan(rule: Rule, backend: Backend) -> BackendPlan:
     filters = (*rule.filters, *backend.filters)
     rewrites = _of(filters, URLRewrite)
+    redirects = _of(backend.filters, RequestRedirect)
+    # Spec 003 "Filters": a backendRef's filters "apply after" the rule's, so the rule's
+    # request modifiers come before the slot's redirect as the slot's own do.
+    before = [*_before_redirect(rule.filters), *_before_redirect(backend.filters)]
     return BackendPlan(
         request=bytes_plan(fold_header_modifiers(_of(filters, RequestHeaderModifier))),
         response=bytes_plan(fold_header_modifiers(_of(filters, ResponseHeaderModifier))),
         rewrite=rewrites[-1] if rewrites else None,
         mirrors=_mirrors(backend.filters),
         own_picker=_needs_own_picker(backend),
+        redirect=redirects[0] if redirects else None,
+        redirect_request=bytes_plan(fold_header_modifiers(before)) if redirects else (),
     )
 
 
-def _before_redirect(rule: Rule) -> list[RequestHeaderModifier]:
+def _before_redirect(filters: Iterable[object]) -> list[RequestHeaderModifier]:
     # Spec 003 "Filters": "a RequestHeaderModifier ahead of it modifies the request the
     # redirect answers ... while one after it has no request left to modify".
     found = []
-    for f in rule.filters:
+    for f in filters:
         if isinstance(f, RequestRedirect):
             break
         if isinstance(f, RequestHeaderModifier):
@@ -188,7 +197,7 @@ def rule_plan(rule: Rule) -> RulePlan:
     return RulePlan(
         route=f"{rule.id.kind}/{rule.id.namespace}/{rule.id.name}",
         redirect=redirects[0] if redirects else None,
-        redirect_request=bytes_plan(fold_header_modifiers(_before_redirect(rule))),
+        redirect_request=bytes_plan(fold_header_modifiers(_before_redirect(rule.filters))),
         response=bytes_plan(fold_header_modifiers(_of(rule.filters, ResponseHeaderModifier))),
         cors=cors[0] if cors else None,
         mirrors=mirrors,

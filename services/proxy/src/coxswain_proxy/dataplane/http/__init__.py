@@ -6,7 +6,8 @@
   response, the end; `phases` is the table of its phases and the moves between them.
 - `dispatch`: what becomes of a request when its turn comes: routing (with its memo), 421,
   CORS, redirect, header plans, rewrite, the weighted pick, mirrors; the head sent upstream.
-- `heads`: request and response heads as bytes (hop-by-hop, Via, X-Forwarded-*).
+- `heads`: request and response heads as bytes (hop-by-hop, Via, X-Forwarded-*);
+  `corsfields`: a CORS rule's fields on a forwarded response, in place of the upstream's.
 - `responses`: precomputed status lines and the proxy's own answers.
 - `targets` and `headchecks`: the request-target, Host, framing and persistence checks llhttp
   leaves to the proxy.

@@ -2,7 +2,8 @@
 
 Where it sits: `http11.HttpConnection` calls `start(cycle)` when a request's turn comes. It
 checks the Host and target, asks the router (`coxswain_routing`), then applies what the rule
-says: CORS, redirect, header plans, rewrite, mirrors, the weighted backend pick. It ends in one
+says: CORS, redirect, header plans, rewrite, mirrors, the weighted backend pick, and what the
+picked slot's own filters say (its redirect answers in place of its backend). It ends in one
 of two ways: an answer made here (`RequestCycle.local`, `local_headers`, `answer`), or the
 routing decision written into the cycle (plans, picker, the head to send upstream, mirrors) and
 its first attempt made (`RequestCycle.attempt`), after which the cycle runs on its own
@@ -30,14 +31,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from coxswain_proxy.dataplane import errors
-from coxswain_proxy.dataplane.http import heads, responses, targets
+from coxswain_proxy.dataplane.http import corsfields, heads, responses, targets
 from coxswain_proxy.dataplane.http.heads import HTTP10
 from coxswain_proxy.dataplane.http.request_cycle import IDEMPOTENT, RequestCycle
-from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, Tables, apply_plan
+from coxswain_proxy.dataplane.tables import BackendPlan, BytesPlan, RulePlan, Tables, apply_plan
 from coxswain_routing import (
     Candidate,
+    Cors,
     Outcome,
+    RequestRedirect,
     RequestTarget,
+    exposes_response_fields,
     host_pattern_covers,
     is_preflight,
     normalize_host,
@@ -189,20 +193,18 @@ def _serve(
 ) -> None:
     plan = cycle.plan = tables.plans[id(cand.rule)]
     cycle.route = plan.route
-    if plan.cors is not None:
-        lazy = LazyHeaders(cycle.headers)
-        if is_preflight(cycle.method.decode(), lazy):
-            cycle.local_headers(204, preflight_headers(plan.cors, lazy), plan)
-            return
-        cycle.cors = heads.encoded(response_headers(plan.cors, lazy))
+    if plan.cors is not None and _cors(cycle, plan, plan.cors):
+        return
     if cycle.method == OPTIONS:
         forwarded = targets.forwards(cycle.headers)
         if forwarded is None:
             _answer_options(cycle)
             return
         cycle.headers = forwarded
-    if plan.redirect is not None:
-        _redirect(cycle, cand, plan, host, path, query)
+    redirect = plan.redirect
+    if redirect is not None:
+        target = _redirect_target(cycle, plan.redirect_request, host, path, query)
+        _redirect(cycle, cand, redirect, target, plan.response)
         return
     if cand.status != 200:
         cycle.local(cand.status, cand.reason)
@@ -218,6 +220,15 @@ def _serve(
             # share of the traffic answers with a fixed 500".
             cycle.local(500, backend.unresolved_reason or "backend reference not resolved")
             return
+    redirect = bplan.redirect
+    if redirect is not None:
+        # Spec 003 "Filters": a redirect "ends the request"; filters on a backendRef "apply
+        # after" the rule's, to the requests that reference receives. The slot's redirect
+        # answers them, with the rule's and the slot's response modifiers, and its backend is
+        # never asked.
+        target = _redirect_target(cycle, bplan.redirect_request, host, path, query)
+        _redirect(cycle, cand, redirect, target, bplan.response)
+        return
     # Tables.picker, inlined.
     if bplan.own_picker:
         picker = tables.own_pickers.get(id(backend))
@@ -288,22 +299,66 @@ def _plan_mirrors(
         cycle.replay = []
 
 
-def _redirect(
-    cycle: RequestCycle, cand: Candidate, plan: RulePlan, host: bytes, path: str, query: str
-) -> None:
-    assert plan.redirect is not None
-    if plan.redirect_request:
-        for name, value in apply_plan(plan.redirect_request, [(b"host", host)]):
+def _redirect_target(
+    cycle: RequestCycle, request: BytesPlan, host: bytes, path: str, query: str
+) -> RequestTarget:
+    """The request a redirect answers: as the request modifiers before it left it (spec 003:
+    "a Host it sets is the Location's hostname when the redirect names none")."""
+    if request:
+        for name, value in apply_plan(request, [(b"host", host)]):
             if name.lower() == b"host":
                 host = value
-    target = RequestTarget(cycle.conn.scheme, normalize_host(host.decode("latin-1")), path, query)
+    return RequestTarget(cycle.conn.scheme, normalize_host(host.decode("latin-1")), path, query)
+
+
+def _redirect(
+    cycle: RequestCycle,
+    cand: Candidate,
+    redirect: RequestRedirect,
+    target: RequestTarget,
+    response: BytesPlan,
+) -> None:
     location = redirect_location(
-        plan.redirect,
+        redirect,
         target,
         listener_port=cand.listener_port,
         matched_prefix=cand.match.path.value,
     )
-    cycle.local_headers(plan.redirect.status_code, [("location", location)], plan)
+    _answer_with(cycle, redirect.status_code, [("location", location)], response)
+
+
+def _answer_with(
+    cycle: RequestCycle, status: int, headers: list[tuple[str, str]], response: BytesPlan
+) -> None:
+    """`RequestCycle.local_headers` with the response modifiers given: a backend slot's
+    answer gets the rule's and the slot's (`BackendPlan.response`)."""
+    raw = apply_plan(response, heads.encoded(headers)) + cycle.cors
+    text = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in raw]
+    cycle.answer(status, responses.with_headers(status, text, close=cycle.must_close()))
+
+
+# ---------------------------------------------------------------------- CORS
+
+
+def _cors(cycle: RequestCycle, plan: RulePlan, cors: Cors) -> bool:
+    """Answer a preflight here (True), or keep the fields the response gets (`cycle.cors`).
+
+    HTTPCORSFilter: "The status code of a successful response to a "preflight" request is
+    always an OK status (i.e., 204 or 200)"; the Gateway API's HTTPRouteCORS conformance
+    scenario takes 200 only for some of its cases, so 200 it is, with an empty body. A
+    disallowed origin's preflight gets the same 200 without CORS fields, which the browser
+    reads as no.
+    """
+    lazy = LazyHeaders(cycle.headers)
+    if is_preflight(cycle.method.decode(), lazy):
+        _answer_with(cycle, 200, preflight_headers(cors, lazy), plan.response)
+        return True
+    fields = heads.encoded(response_headers(cors, lazy))
+    allowed = len(fields) > 1  # more than Vary: the origin is allowed
+    if allowed and exposes_response_fields(cors):
+        fields.append((corsfields.EXPOSE_HEADERS, corsfields.RESPONSE_FIELD_NAMES))
+    cycle.cors = fields
+    return False
 
 
 class _Misdirected(errors.DataplaneError):

@@ -27,7 +27,7 @@ a second pass over what was kept.
 
 from __future__ import annotations
 
-from coxswain_proxy.dataplane.http import responses
+from coxswain_proxy.dataplane.http import corsfields, responses
 from coxswain_proxy.dataplane.tables import BytesPlan, apply_plan
 
 Headers = list[tuple[bytes, bytes]]
@@ -213,7 +213,9 @@ def client_response(
 ) -> int:
     """Append the status line and the headers the client gets to `out`; return framing flags.
 
-    The caller appends the framing fields and the blank line (they depend on the client).
+    `extra` holds the fields of a rule's CORS filter, which replace the upstream's
+    Access-Control-* fields (`corsfields`). The caller appends the framing fields and the
+    blank line (they depend on the client).
     """
     flags = 0
     out.append(responses.status_line(status))
@@ -250,8 +252,8 @@ def client_response(
         del out[start:]
         for name, value in pairs:
             out += (name, b": ", value, b"\r\n")
-    for name, value in extra:
-        out += (name, b": ", value, b"\r\n")
+    if extra:
+        corsfields.add(out, start, extra)
     return flags
 
 
@@ -323,9 +325,10 @@ def client_response_fields(
             out, status, pairs, plan=plan, extra=extra, keep_upgrade=keep_upgrade
         )
     out.append(responses.status_line(status))
+    start = len(out)
     out += fields.lines
-    for name, value in extra:
-        out += (name, b": ", value, b"\r\n")
+    if extra:
+        corsfields.add(out, start, extra)
     return flags
 
 
