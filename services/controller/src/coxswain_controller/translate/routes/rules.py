@@ -5,6 +5,11 @@ A GRPCRoute rule is an HTTPRoute rule with its method matches lowered onto paths
 (`grpcroutes.method_path`), the filter types of its kind, and no timeouts or retry (the kind
 declares neither); everything else, backends and their filters included, is shared.
 
+A backendRef's filters are checked against the rule's as the request meets them (spec 003
+"Filters": "filters on a backendRef apply after them"): a backendRef's RequestRedirect is held
+to the rule's URLRewrite and ResponseHeaderModifiers as a rule's own would be, and CORS, which
+is answered before any backendRef is picked, is a rule's filter only.
+
 Spec 003 "Backend references": "weight defaults to 1; a weight of 0 sends no traffic and drops
 the reference." "Timeouts and retry": "a zero duration bounds nothing, and backendRequest may
 not exceed request", retry "attempts times (once when unset, at most ten)".
@@ -24,11 +29,15 @@ from coxswain_controller.translate.inputs import Obj, created, name, namespace, 
 from coxswain_controller.translate.routes import grpcroutes
 from coxswain_controller.translate.routes.filters import convert_filters
 from coxswain_routing import (
+    Backend,
+    Cors,
+    Filter,
     Match,
     PathMatch,
     PathModifierType,
     PathType,
     RequestRedirect,
+    ResponseHeaderModifier,
     Retry,
     RouteId,
     Rule,
@@ -88,59 +97,115 @@ def _rule(
     ns = namespace(route)
     at = f"rules[{index}]"
     grpc = kind == grpcroutes.KIND
-    allowed = grpcroutes.FILTERS if grpc else None
     matches = _matches(raw.get("matches") or [{}], grpc, at, out)
-    filtered = convert_filters(
-        raw.get("filters") or [],
-        resolver=resolver,
-        route_kind=kind,
-        route_namespace=ns,
-        allowed=allowed,
-    )
-    out.refused += [f"{at}.{r}" for r in filtered.refused]
-    out.unresolved += filtered.unresolved
-    out.notes += [f"{at}.{n}" for n in filtered.notes]
-    redirect = any(isinstance(f, RequestRedirect) for f in filtered.filters)
-    rewrites_path = any(isinstance(f, URLRewrite) and f.path is not None for f in filtered.filters)
-    _check_prefix_rewrite(filtered.filters, matches, at, out)
-    backends = []
+    filtered = _filters(raw.get("filters") or [], at, _Scope(kind, ns, resolver, matches), out)
+    _check_prefix_rewrite(filtered, matches, at, out)
+    _check_redirect(filtered, at, out)
     refs = raw.get("backendRefs") or []
-    if redirect and refs:
+    if _redirects(filtered) and refs:
         out.notes.append(f"{at}: backendRefs on a redirecting rule are ignored")
         refs = []
+    scope = _Scope(kind, ns, resolver, matches, filtered, len(refs))
+    backends = []
     for j, ref in enumerate(refs):
-        if int(ref.get("weight", 1)) == 0:
-            continue
-        ref_filters = convert_filters(
-            ref.get("filters") or [],
-            resolver=resolver,
-            route_kind=kind,
-            route_namespace=ns,
-            allowed=allowed,
-        )
-        out.refused += [f"{at}.backendRefs[{j}].{r}" for r in ref_filters.refused]
-        out.unresolved += ref_filters.unresolved
-        if rewrites_path and any(
-            isinstance(f, URLRewrite) and f.path is not None for f in ref_filters.filters
-        ):
-            out.refused.append(
-                f"{at}.backendRefs[{j}]: a rule and its backendRef may not both rewrite the path"
-            )
-        if len(refs) != 1 and _prefix_rewrite(ref_filters.filters):
-            out.refused.append(
-                f"{at}.backendRefs[{j}]: ReplacePrefixMatch on a backendRef "
-                "needs exactly one backendRef"
-            )
-        resolved = resolver.resolve(
-            ref, route_kind=kind, route_namespace=ns, filters=ref_filters.filters
-        )
-        if resolved.problem is not None:
-            out.unresolved.append(resolved.problem)
-        backends.append(resolved.backend)
+        if int(ref.get("weight", 1)) != 0:
+            backends.append(_backend(ref, f"{at}.backendRefs[{j}]", scope, out))
     timeouts = Timeouts() if grpc else _timeouts(raw.get("timeouts") or {}, at, out)
     retry = Retry() if grpc else _retry(raw.get("retry") or {}, at, out)
     rule_id = RouteId(created(route), ns, name(route), kind, index, str(raw.get("name") or ""))
-    return Rule(rule_id, matches, filtered.filters, tuple(backends), timeouts, retry)
+    return Rule(rule_id, matches, filtered, tuple(backends), timeouts, retry)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What a rule's filters and backendRefs are lowered against."""
+
+    kind: str  # the route's kind
+    namespace: str  # the route's namespace
+    resolver: BackendResolver
+    matches: tuple[Match, ...]  # the rule's matches
+    rule_filters: tuple[Filter, ...] = ()  # the rule's own, converted
+    refs: int = 0  # how many backendRefs the rule declares
+
+    @property
+    def allowed(self) -> frozenset[str] | None:
+        return grpcroutes.FILTERS if self.kind == grpcroutes.KIND else None
+
+
+def _filters(
+    raw: Sequence[Mapping[str, Any]], at: str, scope: _Scope, out: RouteRules
+) -> tuple[Filter, ...]:
+    converted = convert_filters(
+        raw,
+        resolver=scope.resolver,
+        route_kind=scope.kind,
+        route_namespace=scope.namespace,
+        allowed=scope.allowed,
+    )
+    out.refused += [f"{at}.{r}" for r in converted.refused]
+    out.unresolved += converted.unresolved
+    out.notes += [f"{at}.{n}" for n in converted.notes]
+    return converted.filters
+
+
+def _backend(ref: Mapping[str, Any], at: str, scope: _Scope, out: RouteRules) -> Backend:
+    """One backendRef, its filters checked against the rule's (spec 003 "Filters": "filters
+    on a backendRef apply after them, to the requests that reference receives")."""
+    filters = _filters(ref.get("filters") or [], at, scope, out)
+    if _rewrites_path(scope.rule_filters) and _rewrites_path(filters):
+        out.refused.append(f"{at}: a rule and its backendRef may not both rewrite the path")
+    if _prefix_rewrite(filters):
+        if scope.refs != 1:
+            out.refused.append(
+                f"{at}: ReplacePrefixMatch on a backendRef needs exactly one backendRef"
+            )
+        _check_prefix_rewrite(filters, scope.matches, at, out)
+    if _redirects(filters):
+        _check_redirect((*scope.rule_filters, *filters), at, out)
+    if any(isinstance(f, Cors) for f in filters):
+        # The preflight is answered before any backendRef is picked: a policy that one slot
+        # of a weighted dispatch carries cannot be honoured (spec 003: "A filter this build
+        # cannot honor ... makes the route not served").
+        out.refused.append(f"{at}: CORS is a rule's filter, not a backendRef's")
+    resolved = scope.resolver.resolve(
+        ref, route_kind=scope.kind, route_namespace=scope.namespace, filters=filters
+    )
+    if resolved.problem is not None:
+        out.unresolved.append(resolved.problem)
+    return resolved.backend
+
+
+def _redirects(filters: Sequence[Any]) -> bool:
+    return any(isinstance(f, RequestRedirect) for f in filters)
+
+
+def _rewrites_path(filters: Sequence[Any]) -> bool:
+    return any(isinstance(f, URLRewrite) and f.path is not None for f in filters)
+
+
+def _check_redirect(chain: Sequence[Any], at: str, out: RouteRules) -> None:
+    """The checks on the filters a redirect ends, the rule's and then the backendRef's.
+
+    Spec 003 "Filters": a redirecting rule "may not also carry a URLRewrite", and "a
+    ResponseHeaderModifier on the same rule that sets, adds or removes Location, in any case,
+    makes the route not served".
+    """
+    if not _redirects(chain):
+        return
+    if any(isinstance(f, URLRewrite) for f in chain):
+        out.refused.append(f"{at}: a redirect may not be combined with a URLRewrite")
+    for f in chain:
+        if isinstance(f, ResponseHeaderModifier) and _names_location(f):
+            out.refused.append(
+                f"{at}: a ResponseHeaderModifier may not set, add or remove Location: "
+                "the redirect defines it"
+            )
+            return
+
+
+def _names_location(modifier: ResponseHeaderModifier) -> bool:
+    names = [n for n, _ in (*modifier.set, *modifier.add)] + list(modifier.remove)
+    return any(n.lower() == "location" for n in names)
 
 
 def unroutable_hostnames(hostnames: Sequence[Any]) -> list[str]:
