@@ -1,8 +1,11 @@
-"""Fixtures for the emulator's tests: a server on its own thread and a real client bound to it."""
+"""Fixtures for the emulator's tests: a server on its own thread, a real client bound to it, and
+the real kubectl pointed at it."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -10,6 +13,8 @@ import pytest
 from kubernetes import watch
 
 from coxswain_devkit.apiserver import ThreadedApiServer
+
+KUBECTL = "/usr/bin/kubectl"
 
 # Small enough that a test can push a resourceVersion out of the watch window quickly.
 TEST_WINDOW = 50
@@ -73,3 +78,25 @@ def core(client: Any) -> Any:
 @pytest.fixture
 def custom(client: Any) -> Any:
     return kubernetes.client.CustomObjectsApi(client)
+
+
+class Kubectl:
+    def __init__(self, kubeconfig: Path, cache: Path) -> None:
+        self._base = [KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+
+    def argv(self, *args: str) -> list[str]:
+        return [*self._base, *args]
+
+    def __call__(self, *args: str, stdin: str | None = None, ok: bool = True) -> str:
+        done = subprocess.run(
+            self.argv(*args), input=stdin, capture_output=True, text=True, timeout=60, check=False
+        )
+        if ok:
+            assert done.returncode == 0, done.stderr
+        return done.stdout + done.stderr
+
+
+@pytest.fixture
+def kubectl(api: ThreadedApiServer, tmp_path: Path) -> Kubectl:
+    kubeconfig = api.call(lambda s: s.write_kubeconfig(tmp_path / "kubeconfig"))
+    return Kubectl(kubeconfig, tmp_path / "cache")

@@ -1,9 +1,11 @@
-"""What the real server's per-kind strategies add to new objects, for the kinds that need it.
+"""What the real server's per-kind strategies add to the objects written, for the kinds that
+need it.
 
 Namespaces become Active and carry the `kubernetes` finalizer that namespace deletion runs
-through; Services get a cluster IP; CustomResourceDefinitions are checked and become Established
-at once (there is no schema validation: `openAPIV3Schema` is accepted and ignored). Everything
-else is stored as sent.
+through, and every write leaves them labelled with their own name (`label_namespace`); Services
+get a cluster IP; CustomResourceDefinitions are checked and become Established at once (there is
+no schema validation: `openAPIV3Schema` is accepted and ignored). Everything else is stored as
+sent.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from coxswain_devkit.apiserver.registry import Kind, Registry
 Obj = dict[str, Any]
 
 _SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
+# Kubernetes 1.22 (NamespaceDefaultLabelName, GA): "The Kubernetes control plane sets an
+# immutable label kubernetes.io/metadata.name on all namespaces. The value of the label is the
+# namespace name." Gateways select namespaces by it (allowedRoutes.namespaces.from: Selector).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 class Defaulter:
@@ -28,11 +34,18 @@ class Defaulter:
         if kind.resource == ("", "namespaces"):
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj.setdefault("status", {})["phase"] = "Active"
+            label_namespace(obj, obj["metadata"]["name"])
         elif kind.resource == ("", "services"):
             self._service(obj.setdefault("spec", {}))
         elif kind.resource == ("apiextensions.k8s.io", "customresourcedefinitions"):
             self.check_crd(obj)
             obj["status"] = crd_status(obj)
+
+    def on_update(self, kind: Kind, obj: Obj, name: str) -> None:
+        """Every update, patch and apply of the object `name`: what the kind's strategy
+        enforces in PrepareForUpdate."""
+        if kind.resource == ("", "namespaces"):
+            label_namespace(obj, name)
 
     def _service(self, spec: dict[str, Any]) -> None:
         spec.setdefault("type", "ClusterIP")
@@ -64,6 +77,14 @@ class Defaulter:
             problems.append(("spec.names.plural", "Invalid value: already served"))
         if problems:
             raise errors.invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, problems)
+
+
+def label_namespace(namespace: Obj, name: str) -> None:
+    """The namespace strategy's PrepareForCreate and PrepareForUpdate: the name label is set to
+    the name whatever the request said, so removing or changing it leaves it as it was."""
+    meta = namespace["metadata"]
+    labels = meta.get("labels")
+    meta["labels"] = {**(labels if isinstance(labels, dict) else {}), NAMESPACE_NAME_LABEL: name}
 
 
 def crd_status(crd: Obj) -> dict[str, Any]:

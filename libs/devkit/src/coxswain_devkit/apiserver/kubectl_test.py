@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from coxswain_devkit.apiserver import ThreadedApiServer
+from coxswain_devkit.apiserver.conftest import Kubectl
 from coxswain_devkit.crds import STANDARD
 
-KUBECTL = "/usr/bin/kubectl"
 CRDS = Path(__file__).parent.parent / "crds" / STANDARD
 
 MANIFESTS = """
@@ -52,28 +51,6 @@ spec:
   gatewayClassName: coxswain
   listeners: [{name: http, port: 80, protocol: HTTP}]
 """
-
-
-class Kubectl:
-    def __init__(self, kubeconfig: Path, cache: Path) -> None:
-        self._base = [KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
-
-    def argv(self, *args: str) -> list[str]:
-        return [*self._base, *args]
-
-    def __call__(self, *args: str, stdin: str | None = None, ok: bool = True) -> str:
-        done = subprocess.run(
-            self.argv(*args), input=stdin, capture_output=True, text=True, timeout=60, check=False
-        )
-        if ok:
-            assert done.returncode == 0, done.stderr
-        return done.stdout + done.stderr
-
-
-@pytest.fixture
-def kubectl(api: ThreadedApiServer, tmp_path: Path) -> Kubectl:
-    kubeconfig = api.call(lambda s: s.write_kubeconfig(tmp_path / "kubeconfig"))
-    return Kubectl(kubeconfig, tmp_path / "cache")
 
 
 @pytest.fixture

@@ -180,6 +180,7 @@ class Machinery:
         if new.get("status") is None:
             new.pop("status", None)
         new["metadata"] = _carry_server_metadata(new["metadata"], old_meta)
+        self._defaults.on_update(kind, new, old_meta["name"])
         problems = label_problems(new["metadata"].get("labels"))
         if problems:
             raise errors.invalid(kind.kind, kind.group, old_meta["name"], problems)
