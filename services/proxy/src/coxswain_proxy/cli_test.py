@@ -3,9 +3,10 @@
 Covers: the flags reach the wire (node id, scope, endpoints, token and bundle paths, server
 name), /readyz is 503 naming the missing snapshot until one is applied and 200 after, the
 discovery metrics, exit status 0 on SIGTERM with a stream open; the readiness text once
-discovery has stopped; the slow-client flags reach the data plane's limits, name their defaults
-and refuse a bound that is none. Leaves out the stream's behaviour (discovery/client_test.py) and
-what the limits do (dataplane/timeouts_test.py).
+discovery has stopped; the slow-client flags and the stream relays' flags reach the data plane's
+limits, name their defaults and refuse a bound that is none. Leaves out the stream's behaviour
+(discovery/client_test.py) and what the limits do (dataplane/timeouts_test.py, the relays' in
+dataplane/stream/).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from coxswain_proxy import cli, testkit
 from coxswain_proxy.conftest import StartController, Trust
 from coxswain_proxy.dataplane import wiring
 from coxswain_proxy.dataplane.runtime import Config
+from coxswain_proxy.dataplane.stream.relay_limits import DEFAULT_LIMITS, StreamLimits
 from coxswain_proxy.testkit import full, routes
 from coxswain_service import admin
 from coxswain_service.readiness import Readiness
@@ -129,3 +131,62 @@ def test_a_slow_client_flag_must_be_a_bound(value: str, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit):
         cli._parser().parse_args(["serve", "--shared", "--keepalive-timeout", value])
     assert "--keepalive-timeout" in capsys.readouterr().err
+
+
+def test_the_stream_flags_set_the_relays_limits() -> None:
+    args = cli._parser().parse_args(
+        [
+            *("serve", "--shared", "--stream-connect-timeout", "1.5"),
+            *("--stream-idle-timeout", "30", "--tls-hello-timeout", "2"),
+            *("--tls-hello-max-bytes", "4096", "--udp-idle-timeout", "7"),
+            *("--udp-max-sessions", "10", "--udp-session-queue", "3"),
+        ]
+    )
+    assert wiring.config(args).stream == StreamLimits(
+        connect_timeout=1.5,
+        idle_timeout=30.0,
+        hello_timeout=2.0,
+        hello_bytes=4096,
+        udp_idle_timeout=7.0,
+        udp_sessions=10,
+        udp_queue=3,
+    )
+    assert wiring.config(cli._parser().parse_args(["serve", "--shared"])).stream == DEFAULT_LIMITS
+
+
+def test_the_stream_flags_name_their_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli._parser().parse_args(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, metavar, default in [
+        ("--stream-connect-timeout", "SECONDS", DEFAULT_LIMITS.connect_timeout),
+        ("--stream-idle-timeout", "SECONDS", DEFAULT_LIMITS.idle_timeout),
+        ("--tls-hello-timeout", "SECONDS", DEFAULT_LIMITS.hello_timeout),
+        ("--tls-hello-max-bytes", "BYTES", DEFAULT_LIMITS.hello_bytes),
+        ("--udp-idle-timeout", "SECONDS", DEFAULT_LIMITS.udp_idle_timeout),
+        ("--udp-max-sessions", "N", DEFAULT_LIMITS.udp_sessions),
+        ("--udp-session-queue", "N", DEFAULT_LIMITS.udp_queue),
+    ]:
+        described = text.rsplit(f"{flag} {metavar}", 1)[1].split(" --", 1)[0]
+        assert f"(default: {default})" in described, flag
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        pytest.param("--stream-connect-timeout", "0", id="a-timeout-of-zero-bounds-nothing"),
+        pytest.param("--stream-idle-timeout", "inf", id="an-infinite-timeout-bounds-nothing"),
+        pytest.param("--tls-hello-timeout", "-2", id="a-negative-timeout"),
+        pytest.param("--udp-idle-timeout", "soon", id="a-timeout-that-is-no-number"),
+        pytest.param("--tls-hello-max-bytes", "512", id="a-hello-bound-below-a-client-hello"),
+        pytest.param("--tls-hello-max-bytes", "2000000", id="a-hello-bound-above-1-mib"),
+        pytest.param("--udp-max-sessions", "0", id="no-udp-session-at-all"),
+        pytest.param("--udp-session-queue", "1.5", id="a-queue-that-is-no-whole-number"),
+    ],
+)
+def test_a_stream_flag_must_be_a_bound(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        cli._parser().parse_args(["serve", "--shared", flag, value])
+    assert flag in capsys.readouterr().err

@@ -18,6 +18,7 @@ from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.contracts import Connector
 from coxswain_proxy.dataplane.http.outbox import Outbox
 from coxswain_proxy.dataplane.http2.limits import H2Limits
+from coxswain_proxy.dataplane.stream.relay_limits import StreamLimits
 from coxswain_proxy.dataplane.tables import Tables
 from coxswain_proxy.dataplane.upstream.pool import Limits
 
@@ -32,11 +33,12 @@ class Config:
     body_timeout: float = 60.0  # a request body may pause this long between reads: 408
     keepalive_timeout: float = 60.0  # no request this long between requests: closed
     handshake_timeout: float = 10.0  # an HTTPS client's TLS handshake: closed
-    connect_timeout: float = 5.0  # opening an upstream connection
+    connect_timeout: float = 5.0  # opening an upstream connection (HTTP; streams: `stream`)
     grace_seconds: float = 10.0  # SIGTERM: in-flight requests get this long
     replay_limit: int = 64 * 1024  # request bodies up to this are kept for retries and mirrors
     pool: Limits = field(default_factory=Limits)
     h2: H2Limits = field(default_factory=H2Limits)  # HTTP/2 clients' bounds (`http2.limits`)
+    stream: StreamLimits = field(default_factory=StreamLimits)  # TCP, TLS and UDP relays
 
 
 class Sweepable(Protocol):

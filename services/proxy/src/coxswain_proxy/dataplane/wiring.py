@@ -29,6 +29,7 @@ from coxswain_proxy.dataplane import collector
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.runtime import Config
 from coxswain_proxy.dataplane.stats import Stats
+from coxswain_proxy.dataplane.stream import relay_limits
 from coxswain_proxy.dataplane.workers import Workers
 from coxswain_proxy.discovery import ports
 from coxswain_proxy.discovery.holder import RoutingHolder
@@ -49,6 +50,7 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--ingress-https-port", type=int, default=443, help="shared: Ingress HTTPS")
     group.add_argument("--grace-seconds", type=float, default=10.0, help="SIGTERM drain bound")
     _client_timeouts(serve)
+    relay_limits.add_arguments(serve)
 
 
 def _client_timeouts(serve: argparse.ArgumentParser) -> None:
@@ -103,6 +105,7 @@ def config(args: argparse.Namespace) -> Config:
         body_timeout=args.client_body_timeout,
         keepalive_timeout=args.keepalive_timeout,
         handshake_timeout=args.tls_handshake_timeout,
+        stream=relay_limits.from_args(args),
     )
 
 

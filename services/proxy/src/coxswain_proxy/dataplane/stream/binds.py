@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.stream import passthrough, relay, udp
 from coxswain_proxy.dataplane.stream.compiled import StreamPort
+from coxswain_proxy.dataplane.stream.relay_limits import StreamLimits
 from coxswain_routing import ListenerProtocol
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class _UdpPort(udp.UdpPort):
 
     __slots__ = ("closed",)
 
-    def __init__(self, rt: Runtime, port: int, limits: relay.StreamLimits) -> None:
+    def __init__(self, rt: Runtime, port: int, limits: StreamLimits) -> None:
         super().__init__(rt, port, limits)
         self.closed: asyncio.Future[None] = rt.loop.create_future()
 
@@ -57,13 +58,13 @@ class StreamBinds:
         address: str,
         port_map: Callable[[int], int],
         reuse_port: bool,
-        limits: relay.StreamLimits = relay.DEFAULT_LIMITS,
+        limits: StreamLimits | None = None,
     ) -> None:
         self._rt = rt
         self._address = address
         self._port_map = port_map
         self._reuse_port = reuse_port
-        self.limits = limits
+        self.limits = limits or rt.config.stream  # the `serve` flags' (`relay_limits`)
         self.bound: dict[StreamPort, StreamBind] = {}
 
     async def sync(self, wanted: frozenset[StreamPort]) -> None:

@@ -20,7 +20,8 @@ from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.stream.clienthello import ClientHelloReader, NotClientHello
 from coxswain_proxy.dataplane.stream.compiled import StreamPort
-from coxswain_proxy.dataplane.stream.relay import RelaySide, StreamLimits, StreamRelay
+from coxswain_proxy.dataplane.stream.relay import RelaySide, StreamRelay
+from coxswain_proxy.dataplane.stream.relay_limits import StreamLimits
 from coxswain_routing import ListenerProtocol
 
 
@@ -31,7 +32,7 @@ class Passthrough(StreamRelay):
 
     def __init__(self, rt: Runtime, port: StreamPort, limits: StreamLimits) -> None:
         super().__init__(rt, port, limits)
-        self.reader: ClientHelloReader | None = ClientHelloReader()
+        self.reader: ClientHelloReader | None = ClientHelloReader(limits.hello_bytes)
         self.accepted_at = self.last
 
     def accepted(self) -> None:

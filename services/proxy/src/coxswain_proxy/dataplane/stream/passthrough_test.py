@@ -18,7 +18,7 @@ import tempfile
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.stream import rigs as r
-from coxswain_proxy.dataplane.stream.relay import DEFAULT_LIMITS
+from coxswain_proxy.dataplane.stream.relay_limits import DEFAULT_LIMITS
 from coxswain_routing import ListenerProtocol, Resource
 
 TLS = ListenerProtocol.TLS

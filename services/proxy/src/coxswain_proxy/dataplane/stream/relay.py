@@ -5,7 +5,8 @@ with `passthrough.passthrough_factory`; each accepted connection makes one `Stre
 `RelaySide`s are the client's and the backend's protocols. The relay picks its route from the
 tables served at accept (`compiled.PortStreams`) and keeps that choice to its end: a snapshot swap
 never moves or cuts it. It sits in `Runtime.connections`, so the data plane's sweep ends it when
-idle and a shutdown closes it after the grace period.
+idle, or when its backend has not accepted it within `StreamLimits.connect_timeout` (refused, as
+a member that cannot be dialled is), and a shutdown closes it after the grace period.
 
 Why the shape: bulk throughput is kernel work, so each side is an `asyncio.BufferedProtocol`
 reading into a large buffer of its own and handing a view of it to the other side's `write()`,
@@ -21,27 +22,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import cast
 
 from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.stream.compiled import StreamPort
+from coxswain_proxy.dataplane.stream.relay_limits import StreamLimits
 from coxswain_routing import ListenerProtocol
 
 READ_BUFFER = 256 * 1024  # each side's read buffer: large reads, few calls
-
-
-@dataclass(frozen=True, slots=True)
-class StreamLimits:
-    idle_timeout: float = 600.0  # no byte either way this long: closed (nginx proxy_timeout 10m)
-    hello_timeout: float = 10.0  # a TLS passthrough client's ClientHello must arrive within this
-    udp_idle_timeout: float = 60.0  # a UDP session with no datagram either way this long: ended
-    udp_sessions: int = 16384  # UDP sessions per bound port: a new client past it is dropped
-    udp_queue: int = 64  # datagrams held per UDP session while its backend socket opens
-
-
-DEFAULT_LIMITS = StreamLimits()
+# The loop's own bound on a dial, past the sweep's (which runs every second): a backstop only.
+DIAL_BACKSTOP_SECONDS = 5.0
 
 
 class RelaySide(asyncio.BufferedProtocol):
@@ -102,7 +93,7 @@ class StreamRelay:
 
     __slots__ = (
         "rt", "port", "limits", "client", "backend", "counts", "active", "last", "dialling",
-        "replay", "closed",
+        "dialled_at", "replay", "closed",
     )  # fmt: skip
 
     def __init__(self, rt: Runtime, port: StreamPort, limits: StreamLimits) -> None:
@@ -115,6 +106,7 @@ class StreamRelay:
         self.active = False  # a byte moved since the last sweep
         self.last = rt.loop.time()  # the sweep's clock when it last saw the relay active
         self.dialling: asyncio.Task[None] | None = None
+        self.dialled_at = 0.0  # the loop time the dial began
         self.replay: list[bytes] = []  # client bytes read before routing, for the backend
         self.closed = False
 
@@ -155,6 +147,7 @@ class StreamRelay:
         if origin is None:
             self.refuse()
             return
+        self.dialled_at = self.rt.loop.time()
         self.dialling = self.rt.loop.create_task(self._dial(origin[0], origin[1]))
 
     def refuse(self, route: str = "") -> None:
@@ -166,7 +159,7 @@ class StreamRelay:
         backend = self.backend = RelaySide(self, stats.STREAM_SENT)
         backend.counts = self.counts
         try:
-            async with asyncio.timeout(self.rt.config.connect_timeout):
+            async with asyncio.timeout(self.limits.connect_timeout + DIAL_BACKSTOP_SECONDS):
                 await self.rt.loop.create_connection(lambda: backend, host, port)
         except (OSError, TimeoutError):
             # Spec 003: "a member that cannot be dialed refuses the connection rather than
@@ -231,6 +224,12 @@ class StreamRelay:
     # -- runtime.Sweepable
 
     def sweep(self, now: float) -> None:
+        dialling = self.dialling
+        if dialling is not None and not dialling.done():
+            if now - self.dialled_at >= self.limits.connect_timeout:
+                # Refused like a member that cannot be dialled: never passed to a sibling.
+                self.refuse()
+            return
         if self.active:
             self.active, self.last = False, now
         elif now - self.last >= self.limits.idle_timeout:

@@ -3,7 +3,9 @@
 Covers: bytes relayed both ways to a real echo; a client that shuts down writing still gets the
 backend's answer and its EOF; 8 MiB each way through a slow reader (backpressure both ways, every
 byte in order); weights split connections exactly; an unresolved share and a member that cannot be
-dialled refuse their connections (closed) and never pass them to a sibling; a port with no route
+dialled refuse their connections (closed) and never pass them to a sibling; a member that never
+answers the SYN is refused at the connect timeout and not before (fast-forwarded sweep clock); a
+port with no route
 is bound and closes what arrives; a snapshot that removes a route leaves an open relay working and
 refuses new connections; an idle relay is closed at its timeout and not before (fast-forwarded
 sweep clock); binds report TCP, TLS and UDP; the per-route metrics. Leaves out TLS passthrough
@@ -17,11 +19,12 @@ import socket
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from coxswain_proxy.dataplane import collector
+from coxswain_proxy.dataplane import collector, stats
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.core import Dataplane
 from coxswain_proxy.dataplane.stream import rigs as r
-from coxswain_proxy.dataplane.stream.relay import DEFAULT_LIMITS
+from coxswain_proxy.dataplane.stream.relay import StreamRelay
+from coxswain_proxy.dataplane.stream.relay_limits import DEFAULT_LIMITS
 from coxswain_routing import ListenerProtocol, Resource
 
 TCP = ListenerProtocol.TCP
@@ -133,6 +136,36 @@ async def test_a_member_that_cannot_be_dialled_is_not_replaced_by_a_sibling() ->
             answers = [await exchange(port) for _ in range(4)]
     assert sorted(answers) == [b"", b"", b"b:hellob:bye", b"b:hellob:bye"]
     assert b.accepted == 2
+
+
+async def test_a_backend_that_never_answers_is_refused_at_the_connect_timeout_and_not_before() -> (
+    None
+):
+    with r.unanswered() as silent:
+        resources: list[Resource] = [
+            LISTENER,
+            r.endpoint_set("a", silent),
+            r.tcp_route(r.share("a")),
+        ]
+        async with t.running(resources) as plane:
+            assert plane.rt is not None
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", r.bound_at(plane, r.TCP_PORT, TCP)
+            )
+            writer.write(b"hello")
+            for _ in range(1000):  # loop turns, not time: until the proxy has accepted it
+                if plane.rt.connections:
+                    break
+                await asyncio.sleep(0)
+            (relay,) = plane.rt.connections
+            assert isinstance(relay, StreamRelay) and relay.dialling is not None
+            plane.sweep(relay.dialled_at + DEFAULT_LIMITS.connect_timeout - 1)
+            assert not relay.dialling.done() and relay in plane.rt.connections
+            plane.sweep(relay.dialled_at + DEFAULT_LIMITS.connect_timeout)
+            assert await r.read_until_closed(reader) == b""
+            writer.close()
+            assert not plane.rt.connections
+            assert plane.rt.stats.streams["TCPRoute/default/tcp"][stats.STREAM_REFUSED] == 1
 
 
 async def test_a_port_with_no_route_is_bound_and_closes_what_arrives() -> None:

@@ -2,15 +2,16 @@
 
 Only tests import this. Backends are real servers on 127.0.0.1 port 0: a TCP echo that prefixes
 each answer with its own name (so a test can count who answered), a TLS echo doing the same
-behind a certificate, and a UDP echo.
+behind a certificate, a UDP echo, and a port that never answers a SYN.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import cast
 
 from coxswain_proxy.dataplane.core import Dataplane
@@ -115,6 +116,22 @@ async def echo(name: str, context: ssl.SSLContext | None = None) -> AsyncIterato
         yield backend
     finally:
         server.close()
+
+
+@contextlib.contextmanager
+def unanswered() -> Iterator[int]:
+    """A port whose SYNs go unanswered, so a connection to it never opens (nor fails).
+
+    A listening socket with a backlog of 0 that never accepts holds one connection in its accept
+    queue; once that is taken, Linux drops every later SYN while the queue is full ("goto drop"
+    in tcp_conn_request, syncookies or not), and the client's connect waits on retransmits.
+    """
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = int(listener.getsockname()[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10):
+            yield port
 
 
 class UdpEcho(asyncio.DatagramProtocol):

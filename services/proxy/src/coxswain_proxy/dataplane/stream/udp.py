@@ -22,7 +22,7 @@ from typing import cast
 
 from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.runtime import Runtime
-from coxswain_proxy.dataplane.stream.relay import StreamLimits
+from coxswain_proxy.dataplane.stream.relay_limits import StreamLimits
 from coxswain_routing import ListenerProtocol
 
 Address = tuple[str, int]

@@ -4,12 +4,15 @@ Covers: datagrams relayed both ways to a real UDP echo; each client's session st
 its first datagram was committed to, and new clients split by weight; a 65507-byte datagram
 crosses whole both ways; a session idle for `udp_idle_timeout` ends (fast-forwarded sweep clock)
 and not before, and the client's next datagram opens a new one; past `udp_sessions` a new client
-is dropped and counted refused; a snapshot that removes the route leaves an open session on its
+is dropped and counted refused; a new session holds `udp_queue` datagrams while its backend socket
+opens and drops the rest (datagrams handed to the port in one loop turn, before that socket can
+open); a snapshot that removes the route leaves an open session on its
 backend while a new client is refused. Leaves out TCP (relay_test).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -17,7 +20,8 @@ from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.core import Dataplane
 from coxswain_proxy.dataplane.stream import rigs as r
-from coxswain_proxy.dataplane.stream.relay import DEFAULT_LIMITS, StreamLimits
+from coxswain_proxy.dataplane.stream import udp
+from coxswain_proxy.dataplane.stream.relay_limits import DEFAULT_LIMITS, StreamLimits
 from coxswain_routing import ListenerProtocol, Resource
 
 UDP = ListenerProtocol.UDP
@@ -101,6 +105,37 @@ async def test_a_new_client_past_the_session_bound_is_dropped() -> None:
             assert await one.ask(b"4") == b"a:4"  # sent after the third client's datagram
             assert three.answers.empty()
             assert plane.rt.stats.streams["none"][stats.STREAM_REFUSED] == 1
+
+
+async def test_a_new_session_holds_its_queue_bound_while_its_socket_opens() -> None:
+    limits = StreamLimits(udp_queue=3)
+    async with r.udp_echo("a") as (_, a):
+        resources: list[Resource] = [
+            LISTENER,
+            r.endpoint_set("a", a, udp=True),
+            udp_route(r.share("a", udp=True)),
+        ]
+        async with t.running(resources) as plane:
+            rt = plane.rt
+            assert rt is not None
+            # A listener of its own on the plane's tables, so the test holds its protocol.
+            transport, port = await rt.loop.create_datagram_endpoint(
+                lambda: udp.UdpPort(rt, r.UDP_PORT, limits), local_addr=("127.0.0.1", 0)
+            )
+            try:
+                async with r.udp_client(transport.get_extra_info("sockname")[1]) as client:
+                    assert client.transport is not None
+                    me = client.transport.get_extra_info("sockname")
+                    for i in range(5):  # one loop turn: the session's socket cannot open yet
+                        port.datagram_received(b"q%d" % i, me)
+                    async with asyncio.timeout(10):
+                        held = [await client.answers.get() for _ in range(3)]
+                    assert held == [b"a:q0", b"a:q1", b"a:q2"]
+                    assert await client.ask(b"next") == b"a:next"  # q3 and q4 never came
+                    assert client.answers.empty()
+            finally:
+                transport.close()
+            assert rt.stats.streams[ROUTE][stats.STREAM_RECEIVED] == 3 * 2 + 4
 
 
 async def test_an_open_session_outlives_the_removal_of_its_route() -> None:
