@@ -1,9 +1,9 @@
 """CORS answers: preflights and the headers added to ordinary responses.
 
 Covers each HTTPCORSFilter field on a preflight and on an ordinary response: origin matching
-(exact, "*", "https://*.example.com" over any number of labels, default ports, case), the "*"
-of origins, methods and headers answered with what the request asked when credentials are
-allowed, credentials, max age, expose headers (on both answers), Vary: Origin on every answer,
+(exact, "*", "https://*.example.com" over any number of labels, default ports, case), the
+allowed origin always answered as asked, the "*" of methods and headers answered with what the
+request asked (always so with credentials), credentials, max age, expose headers (on both answers), Vary: Origin on every answer,
 and the Vary-only answer to a disallowed origin. The cases the Gateway API's HTTPRouteCORS
 conformance scenario sends are here by name. Leaves out how the proxy writes them, and the
 credentialed "*" of exposeHeaders, which the proxy fills in from the response (the proxy's
@@ -139,7 +139,7 @@ def test_wildcards_without_credentials() -> None:
         "access-control-request-headers": "a, b",
     }
     headers = dict(preflight_headers(cors, request))
-    assert headers["Access-Control-Allow-Origin"] == "*"
+    assert headers["Access-Control-Allow-Origin"] == "https://x.test"  # the origin, always
     assert headers["Access-Control-Allow-Methods"] == "PATCH"
     assert headers["Access-Control-Allow-Headers"] == "a, b"
     assert "Access-Control-Allow-Credentials" not in headers
@@ -196,10 +196,12 @@ def test_ordinary_response_headers() -> None:
     assert response_headers(CORS, {"origin": "https://evil.com"}) == [("Vary", "Origin")]
 
 
-def test_the_star_origin_without_credentials_answers_star() -> None:
+def test_the_star_origin_without_credentials_answers_the_origin() -> None:
+    # HTTPRouteCORS: a simple request on a "*" route without credentials takes only the
+    # origin; "*" would do for others, the origin does for all.
     cors = Cors(allow_origins=("*",))
     headers = dict(response_headers(cors, {"origin": "https://foobar.com:12345"}))
-    assert headers["Access-Control-Allow-Origin"] == "*"
+    assert headers["Access-Control-Allow-Origin"] == "https://foobar.com:12345"
     assert "Access-Control-Allow-Credentials" not in headers
 
 
