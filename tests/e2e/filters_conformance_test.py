@@ -313,13 +313,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, 
             *CORS_ROUTES,
         )
         for route in (*REDIRECT_ROUTES, *CORS_ROUTES):
-            name = route["metadata"]["name"]
-            eventually(
-                lambda name=name: (
-                    cluster.route_conditions(name) == {"Accepted": "True", "ResolvedRefs": "True"}
-                ),
-                f"{name} Accepted with its references resolved",
-            )
+            name = str(route["metadata"]["name"])
+
+            def accepted(name: str = name) -> bool:
+                return cluster.route_conditions(name) == {
+                    "Accepted": "True",
+                    "ResolvedRefs": "True",
+                }
+
+            eventually(accepted, f"{name} Accepted with its references resolved")
         port = stack.bind_ports(NS, "gw")["http"]
         eventually(lambda: send(port, "/cors-1").pod() == "infra-backend-v1-0", "traffic")
         yield cluster, port

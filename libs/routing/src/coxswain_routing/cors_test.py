@@ -3,11 +3,11 @@
 Covers each HTTPCORSFilter field on a preflight and on an ordinary response: origin matching
 (exact, "*", "https://*.example.com" over any number of labels, default ports, case), the
 allowed origin always answered as asked, the "*" of methods and headers answered with what the
-request asked (always so with credentials), credentials, max age, expose headers (on both answers), Vary: Origin on every answer,
-and the Vary-only answer to a disallowed origin. The cases the Gateway API's HTTPRouteCORS
-conformance scenario sends are here by name. Leaves out how the proxy writes them, and the
-credentialed "*" of exposeHeaders, which the proxy fills in from the response (the proxy's
-tests).
+request asked (always so with credentials), credentials, max age, expose headers (on both
+answers), Vary: Origin on every answer, and the Vary-only answer to a disallowed origin. The
+cases the Gateway API's HTTPRouteCORS conformance scenario sends are here by name. Leaves out
+how the proxy writes them, and the credentialed "*" of exposeHeaders, which the proxy fills in
+from the response (the proxy's tests).
 """
 
 from __future__ import annotations
