@@ -153,17 +153,20 @@ def _namespace_allowed(
 
 
 def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector: every matchLabels pair and every matchExpression must hold (an
+    empty selector selects every namespace); one the API would refuse selects none."""
     if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
         return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
+    return all(_holds(expr, labels) for expr in selector.get("matchExpressions") or [])
+
+
+def _holds(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    # LabelSelectorRequirement: "If the operator is In or NotIn, the values array must be
+    # non-empty. If the operator is Exists or DoesNotExist, the values array must be empty."
+    key, op, values = str(expr.get("key", "")), expr.get("operator"), expr.get("values") or []
+    present = key in labels
+    if op in ("In", "NotIn") and values:
+        return (present and labels[key] in values) == (op == "In")
+    if op in ("Exists", "DoesNotExist") and not values:
+        return present == (op == "Exists")
+    return False
