@@ -32,6 +32,24 @@ from coxswain_proxy.dataplane.runtime import Runtime
 BACKSTOP_SECONDS = 5.0
 
 
+def pass_on(raw: asyncio.Transport, held: list[bytes]) -> None:
+    """Give bytes read before start_tls to the TLS protocol now on `raw`, before it starts its
+    handshake (scheduled with `call_soon` just before `start_tls`; `stream/terminate.py` too)."""
+    protocol = raw.get_protocol()
+    for data in held:
+        if not hasattr(protocol, "get_buffer"):
+            cast(asyncio.Protocol, protocol).data_received(data)
+            continue
+        buffered = cast(asyncio.BufferedProtocol, protocol)
+        view = memoryview(data)
+        while view:
+            buffer = memoryview(buffered.get_buffer(len(view)))
+            size = min(len(buffer), len(view))
+            buffer[:size] = view[:size]
+            buffered.buffer_updated(size)
+            view = view[size:]
+
+
 class Handshake(asyncio.Protocol):
     """The plain TCP transport's protocol until start_tls, then the TLS transport's until the
     handshake is done: either way, what arrives is held for whoever comes next."""
@@ -95,19 +113,7 @@ class Handshake(asyncio.Protocol):
 
     def _pass_on_held(self, raw: asyncio.Transport) -> None:
         held, self.held = self.held, []
-        protocol = raw.get_protocol()
-        for data in held:
-            if not hasattr(protocol, "get_buffer"):
-                cast(asyncio.Protocol, protocol).data_received(data)
-                continue
-            buffered = cast(asyncio.BufferedProtocol, protocol)
-            view = memoryview(data)
-            while view:
-                buffer = memoryview(buffered.get_buffer(len(view)))
-                size = min(len(buffer), len(view))
-                buffer[:size] = view[:size]
-                buffered.buffer_updated(size)
-                view = view[size:]
+        pass_on(raw, held)
 
     def _hand_over(self, tls: asyncio.Transport) -> None:
         conn = self.connection()

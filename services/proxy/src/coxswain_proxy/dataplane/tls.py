@@ -10,6 +10,9 @@ handshake without rebinding.
 Lookup order (routing docs, "TlsStore"): the exact name, then wildcards from the nearest label
 boundary outward, then the store's default. The store answers for a name with the first
 certificate carrying it, which is the order the controller sends them in.
+
+A TLS listener in Terminate mode (`stream/terminate.py`) builds its port's store with `alpn=None`:
+what it relays is no HTTP, so it offers no application protocol.
 """
 
 from __future__ import annotations
@@ -61,17 +64,18 @@ class SniStore:
         return self.default
 
 
-def server_context() -> ssl.SSLContext:
+def server_context(alpn: list[str] | None = ALPN) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.set_alpn_protocols(ALPN)
+    if alpn:
+        context.set_alpn_protocols(alpn)
     return context
 
 
-def _load(certificate: TlsCertificate) -> ssl.SSLContext:
+def _load(certificate: TlsCertificate, alpn: list[str] | None) -> ssl.SSLContext:
     """A context holding one certificate. `load_cert_chain` reads only files, so the PEM goes
     through a private temporary file that is removed at once."""
-    context = server_context()
+    context = server_context(alpn)
     fd, path = tempfile.mkstemp(prefix="coxswain-tls-", suffix=".pem")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -84,14 +88,14 @@ def _load(certificate: TlsCertificate) -> ssl.SSLContext:
     return context
 
 
-def build_store(store: TlsStore) -> SniStore:
+def build_store(store: TlsStore, *, alpn: list[str] | None = ALPN) -> SniStore:
     exact: dict[str, Selected] = {}
     wildcard: dict[str, Selected] = {}
     by_source: dict[str, Selected] = {}
     first: Selected | None = None
     for certificate in store.certificates:
         try:
-            selected = Selected(_load(certificate), certificate.server_names)
+            selected = Selected(_load(certificate, alpn), certificate.server_names)
         except (ssl.SSLError, OSError, ValueError) as exc:
             # One unusable certificate must not take the port's others down with it.
             fields = {"source": certificate.source, "port": store.bind_port, "error": str(exc)}

@@ -1,4 +1,4 @@
-"""Binding the TCP, TLS-passthrough and UDP ports a snapshot asks for, beside the HTTP ones.
+"""Binding the TCP, TLS and UDP ports a snapshot asks for, beside the HTTP ones.
 
 Where it sits: `dataplane.listeners.Listeners.sync` calls `StreamBinds.sync(ports)` with
 `Tables.streams.ports` after each swap. A (port, protocol) already bound is left alone, so its
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coxswain_proxy.dataplane.runtime import Runtime
-from coxswain_proxy.dataplane.stream import passthrough, relay, udp
+from coxswain_proxy.dataplane.stream import relay, tls_relay, udp
 from coxswain_proxy.dataplane.stream.compiled import StreamPort
 from coxswain_proxy.dataplane.stream.relay_limits import StreamLimits
 from coxswain_routing import ListenerProtocol
@@ -99,11 +99,7 @@ class StreamBinds:
             )
             actual = transport.get_extra_info("sockname")[1]
             return StreamBind(actual, endpoint.close, endpoint.closed)
-        make = (
-            relay.tcp_factory
-            if protocol is ListenerProtocol.TCP
-            else passthrough.passthrough_factory
-        )
+        make = relay.tcp_factory if protocol is ListenerProtocol.TCP else tls_relay.tls_factory
         server = await loop.create_server(
             make(self._rt, port, limits),
             host=local[0],

@@ -1,6 +1,6 @@
 """A sans-IO ClientHello reader: the server name a TLS client offers, without terminating TLS.
 
-Where it sits: `passthrough.Passthrough` feeds it every byte a client sends until it answers,
+Where it sits: `tls_relay.TlsRelay` feeds it every byte a client sends until it answers,
 then replays those same bytes to the backend it chose by the name. It holds no socket and no
 clock (the connection's sweep bounds the time), so tests feed it bytes, byte by byte if they
 like, and assert on what it answers.

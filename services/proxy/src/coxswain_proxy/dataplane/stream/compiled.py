@@ -9,9 +9,12 @@ Why the shape: per bound (port, protocol) one `PortStreams`, whose lookup by ser
 routing model's host order — the exact name, then wildcards from the nearest label outward
 (`wildcard_suffixes`), then the match for every name. Each match is a `StreamChoice`: a smooth
 weighted round robin over its backendRef slots (`WeightedRoundRobin`), where an unresolved slot
-keeps its weight and refuses what it is given, then the slot's endpoint picker in turn. A
-`PortStreams` compiled from a `StreamRoute` object handed again is reused, round-robin position
-and all.
+keeps its weight and refuses what it is given, then the slot's endpoint picker in turn, and
+whether the connection is passed through or terminated. A TLS port with a match to terminate has
+its `TlsStore` loaded here a second time, without ALPN (`tls.build_store(..., alpn=None)`): the
+HTTPS ports' stores offer h2, which a relayed stream is not. A `PortStreams` compiled from a
+`StreamRoute` object handed again is reused, round-robin position and all, and a store compiled
+from a `TlsStore` object handed again, its contexts loaded.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from coxswain_proxy.dataplane import tls
 from coxswain_proxy.dataplane.upstream.picker import EndpointPicker, Origin
 from coxswain_routing import (
     GatewayListeners,
@@ -26,7 +30,7 @@ from coxswain_routing import (
     Resource,
     StreamMatch,
     StreamRoute,
-    TlsMode,
+    TlsStore,
     WeightedRoundRobin,
     normalize_host,
     wildcard_suffixes,
@@ -39,10 +43,11 @@ StreamPort = tuple[int, ListenerProtocol]  # (bind port, protocol): UDP has a po
 class StreamChoice:
     """One route's share of a port: the backendRef each new connection is committed to."""
 
-    __slots__ = ("route", "_slots")
+    __slots__ = ("route", "terminate", "_slots")
 
     def __init__(self, match: StreamMatch) -> None:
         self.route = f"{match.id.kind}/{match.id.namespace}/{match.id.name}"  # metrics label
+        self.terminate = match.terminate  # TLS: end the client's TLS here, relay what it carries
         # Spec 003: "an unresolvable reference keeps its share of the connections and refuses
         # them": its slot stays in the rotation with its weight, as the key "".
         self._slots: WeightedRoundRobin[str] = WeightedRoundRobin(
@@ -104,22 +109,20 @@ class Streams:
     routes: dict[StreamPort, PortStreams] = field(default_factory=dict)
     ports: frozenset[StreamPort] = frozenset()  # the stream ports to bind, routed or not
     sources: dict[StreamPort, StreamRoute] = field(default_factory=dict)  # compiled from
+    # The certificates of TLS ports that terminate some name, by bind port, without ALPN.
+    tls: dict[int, tls.SniStore] = field(default_factory=dict)
+    tls_sources: dict[int, TlsStore] = field(default_factory=dict)  # compiled from
 
 
 def _bound_ports(resources: Mapping[str, Resource]) -> frozenset[StreamPort]:
-    """Every TCP, TLS-passthrough and UDP listener's port: bound even with no route, so what
+    """Every TCP, TLS (either mode) and UDP listener's port: bound even with no route, so what
     arrives there is closed rather than refused by the kernel."""
     found = set()
     for resource in resources.values():
         if isinstance(resource, GatewayListeners):
             for listener in resource.listeners:
-                if listener.protocol not in STREAM_PROTOCOLS:
-                    continue
-                if listener.protocol is ListenerProtocol.TLS and (
-                    listener.tls_mode is not TlsMode.PASSTHROUGH
-                ):
-                    continue
-                found.add((listener.bind_port, listener.protocol))
+                if listener.protocol in STREAM_PROTOCOLS:
+                    found.add((listener.bind_port, listener.protocol))
     return frozenset(found)
 
 
@@ -136,4 +139,29 @@ def compile_streams(resources: Mapping[str, Resource], previous: Streams | None)
             routes[port] = previous.routes[port]
         else:
             routes[port] = port_streams(resource)
-    return Streams(routes, _bound_ports(resources), sources)
+    stores, store_sources = _terminating_stores(resources, sources, previous)
+    return Streams(routes, _bound_ports(resources), sources, stores, store_sources)
+
+
+def _terminating_stores(
+    resources: Mapping[str, Resource],
+    routes: Mapping[StreamPort, StreamRoute],
+    previous: Streams | None,
+) -> tuple[dict[int, tls.SniStore], dict[int, TlsStore]]:
+    """The TLS store of each TLS port some of whose matches terminate; reused when handed the
+    same `TlsStore` object again (loading certificates is the slow part of a compile)."""
+    stores: dict[int, tls.SniStore] = {}
+    sources: dict[int, TlsStore] = {}
+    by_port = {r.bind_port: r for r in resources.values() if isinstance(r, TlsStore)}
+    for (bind_port, protocol), route in routes.items():
+        if protocol is not ListenerProtocol.TLS or not any(m.terminate for m in route.matches):
+            continue
+        store = by_port.get(bind_port)
+        if store is None:
+            continue  # no usable certificate: its terminating connections are refused
+        sources[bind_port] = store
+        if previous is not None and previous.tls_sources.get(bind_port) is store:
+            stores[bind_port] = previous.tls[bind_port]
+        else:
+            stores[bind_port] = tls.build_store(store, alpn=None)
+    return stores, sources

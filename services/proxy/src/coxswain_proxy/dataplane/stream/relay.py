@@ -1,7 +1,7 @@
 """The TCP relay: a client connection and the backend connection it is committed to, as a pair.
 
-Where it sits: `binds` serves a TCP listener's port with `tcp_factory`, a TLS-passthrough one
-with `passthrough.passthrough_factory`; each accepted connection makes one `StreamRelay`, whose two
+Where it sits: `binds` serves a TCP listener's port with `tcp_factory`, a TLS one with
+`tls_relay.tls_factory`; each accepted connection makes one `StreamRelay`, whose two
 `RelaySide`s are the client's and the backend's protocols. The relay picks its route from the
 tables served at accept (`compiled.PortStreams`) and keeps that choice to its end: a snapshot swap
 never moves or cuts it. It sits in `Runtime.connections`, so the data plane's sweep ends it when
@@ -26,8 +26,9 @@ from typing import cast
 
 from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.runtime import Runtime
-from coxswain_proxy.dataplane.stream.compiled import StreamPort
+from coxswain_proxy.dataplane.stream.compiled import StreamChoice, StreamPort
 from coxswain_proxy.dataplane.stream.relay_limits import StreamLimits
+from coxswain_proxy.dataplane.upstream.picker import Origin
 from coxswain_routing import ListenerProtocol
 
 READ_BUFFER = 256 * 1024  # each side's read buffer: large reads, few calls
@@ -38,7 +39,9 @@ DIAL_BACKSTOP_SECONDS = 5.0
 class RelaySide(asyncio.BufferedProtocol):
     """One connection of the pair: what it reads is written to `peer`, the other's transport."""
 
-    __slots__ = ("relay", "transport", "peer", "buffer", "view", "counts", "index", "ended")
+    __slots__ = (
+        "relay", "transport", "peer", "buffer", "view", "counts", "index", "ended", "half",
+    )  # fmt: skip
 
     def __init__(self, relay: StreamRelay, index: int) -> None:
         self.relay = relay
@@ -49,6 +52,9 @@ class RelaySide(asyncio.BufferedProtocol):
         self.counts = relay.counts
         self.index = index  # the counter its reads add to (STREAM_RECEIVED or STREAM_SENT)
         self.ended = False  # its EOF has arrived (and been passed on)
+        # Its transport stays open for the other direction after its EOF: not a TLS one, which
+        # closes at the peer's close_notify whatever the protocol answers.
+        self.half = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -72,7 +78,7 @@ class RelaySide(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         self.relay.side_ended(self)
-        return True  # keep the transport: the other direction may still be sending
+        return self.half  # keep the transport: the other direction may still be sending
 
     def pause_writing(self) -> None:
         other = self.relay.other(self)
@@ -126,7 +132,7 @@ class StreamRelay:
         self.route("")
 
     def early(self, data: bytes) -> None:
-        """Bytes read before the backend is connected (passthrough reads its ClientHello)."""
+        """Bytes read before the backend is connected (a TLS relay reads its ClientHello)."""
         self.replay.append(data)
 
     def route(self, server_name: str) -> None:
@@ -141,12 +147,20 @@ class StreamRelay:
         self.counts[stats.STREAM_TOTAL] += 1
         self.counts[stats.STREAM_ACTIVE] += 1
         self.client.counts = self.counts
-        self.counts[stats.STREAM_RECEIVED] += sum(map(len, self.replay))
         assert tables is not None
         origin = choice.pick(tables.endpoints)
         if origin is None:
             self.refuse()
             return
+        self.proceed(choice, origin)
+
+    def proceed(self, choice: StreamChoice, origin: Origin) -> None:
+        """Routed and committed to `origin`: dial it, to replay what was read so far (TCP, TLS
+        passed through; a terminating TLS relay first ends the client's TLS)."""
+        self.counts[stats.STREAM_RECEIVED] += sum(map(len, self.replay))
+        self.dial(origin)
+
+    def dial(self, origin: Origin) -> None:
         self.dialled_at = self.rt.loop.time()
         self.dialling = self.rt.loop.create_task(self._dial(origin[0], origin[1]))
 
@@ -189,8 +203,13 @@ class StreamRelay:
 
     def side_ended(self, side: RelaySide) -> None:
         side.ended = True
-        if side.peer is not None and side.peer.can_write_eof():
-            side.peer.write_eof()
+        peer = side.peer
+        if peer is not None and not peer.can_write_eof():
+            # A TLS transport (a terminated client) has no half-close: its close is the EOF.
+            peer.close()
+            return
+        if peer is not None:
+            peer.write_eof()
         other = self.other(side)
         if other is not None and other.ended:
             self._finish()

@@ -37,14 +37,16 @@ KINDS = {
 }
 
 
-def stream_listeners(*entries: tuple[int, ListenerProtocol]) -> GatewayListeners:
+def stream_listeners(
+    *entries: tuple[int, ListenerProtocol], tls_mode: TlsMode = TlsMode.PASSTHROUGH
+) -> GatewayListeners:
     built = tuple(
         Listener(
             name=f"s{i}",
             port=port,
             bind_port=port,
             protocol=protocol,
-            tls_mode=TlsMode.PASSTHROUGH if protocol is ListenerProtocol.TLS else TlsMode.NONE,
+            tls_mode=tls_mode if protocol is ListenerProtocol.TLS else TlsMode.NONE,
         )
         for i, (port, protocol) in enumerate(entries)
     )
@@ -64,9 +66,13 @@ def share(name: str, weight: int = 1, *, udp: bool = False) -> Backend:
 
 
 def match(
-    route: str, *backends: Backend, server_name: str = "", kind: str = "TCPRoute"
+    route: str,
+    *backends: Backend,
+    server_name: str = "",
+    kind: str = "TCPRoute",
+    terminate: bool = False,
 ) -> StreamMatch:
-    return StreamMatch(RouteId(0, "default", route, kind=kind), backends, server_name)
+    return StreamMatch(RouteId(0, "default", route, kind=kind), backends, server_name, terminate)
 
 
 def stream_route(port: int, protocol: ListenerProtocol, *matches: StreamMatch) -> StreamRoute:
