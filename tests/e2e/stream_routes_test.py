@@ -1,18 +1,22 @@
-"""End to end: TCPRoute, TLSRoute (passthrough) and UDPRoute through the shipped PEX files.
+"""End to end: TCPRoute, TLSRoute (passthrough and terminate) and UDPRoute through the shipped
+PEX files.
 
 One stack (the API emulator serving the experimental channel, the load balancer, identity,
-controller and shared proxy, each its own OS process) serves one Gateway with a TCP, a TLS
-passthrough and a UDP listener. The backends are echo servers in this test process on
-127.0.0.1, written into EndpointSlices as a cluster's endpoints controller would. Covers: the
-Gateway becomes Programmed once the proxy bound the stream ports; TCP reaches its echo at the
-Gateway's own load balancer address (the VIP Service) and at the shared proxy's bind port; TLS
-passthrough chooses between two TLSRoutes by server name, and the client verifies each
-backend's own certificate through the proxy, and a name no route serves is closed; UDP
-datagrams come back through the VIP and at the bind port.
+controller and shared proxy, each its own OS process) serves one Gateway with a TCP listener, a
+TLS passthrough listener and a TLS Terminate listener sharing one port, and a UDP listener. The
+backends are echo servers in this test process on 127.0.0.1, written into EndpointSlices as a
+cluster's endpoints controller would. Covers: the Gateway becomes Programmed once the proxy
+bound the stream ports; TCP reaches its echo at the Gateway's own load balancer address (the VIP
+Service) and at the shared proxy's bind port; TLS passthrough chooses between two TLSRoutes by
+server name, and the client verifies each backend's own certificate through the proxy, and a
+name no route serves is closed; on the same port, the name the Terminate listener owns is
+terminated with the listener's certificate (from its Secret, verified by the client) and its
+plaintext reaches a plain TCP echo; UDP datagrams come back through the VIP and at the bind port.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import socket
@@ -44,9 +48,17 @@ KINDS = {
     "UDPRoute": ("v1alpha2", "udproutes"),
 }
 TCP_PORT, TLS_PORT, UDP_PORT = 9000, 9443, 9053  # >= 1024: the load balancer binds them as is
+TERMINATED = "term.example"  # the name the Terminate listener owns on the TLS port
 LISTENERS = [
     {"name": "tcp", "port": TCP_PORT, "protocol": "TCP"},
     {"name": "tls", "port": TLS_PORT, "protocol": "TLS", "tls": {"mode": "Passthrough"}},
+    {
+        "name": "tls-terminate",
+        "port": TLS_PORT,
+        "protocol": "TLS",
+        "hostname": TERMINATED,
+        "tls": {"mode": "Terminate", "certificateRefs": [{"name": "term-cert"}]},
+    },
     {"name": "udp", "port": UDP_PORT, "protocol": "UDP"},
 ]
 
@@ -130,6 +142,21 @@ def tls_context(ca: CertificateAuthority, host: str, workdir: Path) -> ssl.SSLCo
 
 
 # ------------------------------------------------------------------------------ objects
+
+
+def tls_secret(ca: CertificateAuthority, name: str, host: str) -> dict[str, Any]:
+    """A kubernetes.io/tls Secret holding a certificate for `host` that `ca` signed."""
+    issued = ca.issue(dns=[host])
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NS},
+        "type": "kubernetes.io/tls",
+        "data": {
+            "tls.crt": base64.b64encode(issued.chain_pem).decode(),
+            "tls.key": base64.b64encode(issued.key_pem).decode(),
+        },
+    }
 
 
 def backend(name: str, port: int, actual: int, protocol: str = "TCP") -> list[dict[str, Any]]:
@@ -248,6 +275,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             *backend("alpha", 7443, alpha.port),
             *backend("beta", 7443, beta.port),
             *backend("udp-echo", 7053, udp.port, "UDP"),
+            tls_secret(ca, "term-cert", TERMINATED),
             {
                 "apiVersion": f"{GROUP}/v1",
                 "kind": "Gateway",
@@ -257,6 +285,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             stream_route("TCPRoute", "tcp", "tcp", "tcp-echo", 7000),
             stream_route("TLSRoute", "alpha", "tls", "alpha", 7443, ("alpha.example",)),
             stream_route("TLSRoute", "beta", "tls", "beta", 7443, ("beta.example",)),
+            stream_route("TLSRoute", "term", "tls-terminate", "tcp-echo", 7000),
             stream_route("UDPRoute", "udp", "udp", "udp-echo", 7053),
         )
         yield running
@@ -321,13 +350,21 @@ def programmed(cluster: Cluster) -> dict[str, Any] | None:
 def test_the_gateway_is_programmed_once_the_stream_ports_are_bound(cluster: Cluster) -> None:
     eventually(lambda: programmed(cluster), "Programmed True")
     listeners = {s["name"]: s for s in cluster.gateway()["status"]["listeners"]}
-    expected = {"tcp": "TCPRoute", "tls": "TLSRoute", "udp": "UDPRoute"}
+    expected = {
+        "tcp": "TCPRoute",
+        "tls": "TLSRoute",
+        "tls-terminate": "TLSRoute",
+        "udp": "UDPRoute",
+    }
     for name, kind in expected.items():
         assert [k["kind"] for k in listeners[name]["supportedKinds"]] == [kind]
         conditions = {c["type"]: c["status"] for c in listeners[name]["conditions"]}
         assert conditions["Accepted"] == conditions["Programmed"] == "True", (name, conditions)
     assert (listeners["tcp"]["attachedRoutes"], listeners["tls"]["attachedRoutes"]) == (1, 2)
-    assert listeners["udp"]["attachedRoutes"] == 1
+    assert (listeners["tls-terminate"]["attachedRoutes"], listeners["udp"]["attachedRoutes"]) == (
+        1,
+        1,
+    )
 
 
 def test_tcp_reaches_its_echo_through_the_vip_and_at_the_bind_port(cluster: Cluster) -> None:
@@ -355,6 +392,25 @@ def test_tls_passthrough_routes_by_server_name_to_each_backends_certificate(
     # A name no TLSRoute serves: the proxy closes the connection, no handshake completes.
     with pytest.raises((ssl.SSLError, OSError)):
         tls_echo(vip, "gamma.example", context)
+
+
+def test_the_terminate_listeners_name_is_terminated_and_relayed_as_plaintext(
+    cluster: Cluster,
+) -> None:
+    vip = eventually(lambda: cluster.vip(TLS_PORT), "the VIP address")
+    context = ssl.create_default_context(cadata=cluster.ca.certificate_pem.decode())
+
+    def answered() -> tuple[str, bytes]:
+        return tls_echo(vip, TERMINATED, context)
+
+    names, data = eventually(answered, f"TLS termination for {TERMINATED}")
+    assert names == TERMINATED  # the listener's certificate, from its Secret, verified
+    assert data == f"tcp:hello {TERMINATED}".encode()  # the plain TCP echo read plaintext
+    # The passthrough names on the same port are still the backends' own.
+    assert tls_echo(vip, "alpha.example", context) == (
+        "alpha.example",
+        b"alpha:hello alpha.example",
+    )
 
 
 def test_udp_datagrams_are_echoed_through_the_vip_and_at_the_bind_port(cluster: Cluster) -> None:
