@@ -8,7 +8,7 @@ Covers: a shared Gateway reached through its VIP; two Gateways with one hostname
 isolated by address; a dedicated Gateway provisioned and serving through its own Service; the
 shared proxy refused a dedicated Gateway's scope; scaling the dedicated proxies to 2 replicas
 with both acking before Programmed; a podTemplate edit rolling the Deployment; a switch from
-shared to dedicated and back under continuous traffic (the failed requests counted); deleting a
+shared to dedicated and back under continuous traffic with no request failed; deleting a
 Gateway collecting everything it owned. One stack serves the module, each test in its own
 namespace. What is rendered, and how the provisioner compares, is the controller's own tests'.
 """
@@ -46,10 +46,6 @@ NAMESPACES = (
 )
 # An echo backend "one" in each namespace; "two" where a test needs a second.
 ECHOES = [*((ns, "one") for ns in NAMESPACES), ("e2e-isolation", "two")]
-# Requests failed (one every 10 ms) switching a Gateway from shared to dedicated: 94 to 330 in
-# eight runs, one outage each (docs/provisioning.md, "Switching modes"); the bound leaves about
-# ten times the worst for a slow CI machine. The switch back failed none.
-TO_DEDICATED_FAILURES_BOUND = 3000
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
@@ -373,10 +369,10 @@ def test_switching_shared_to_dedicated_and_back_keeps_the_gateway_served(cluster
     print(
         f"\nmode switch, to dedicated: {to_dedicated.summary()}; to shared: {to_shared.summary()}"
     )
-    # Requests fail while the dedicated proxy starts (the shared pool stops serving the Gateway
-    # at once: docs/provisioning.md), in one outage: once it serves, it keeps serving.
-    assert to_dedicated.outages() <= 1 and to_dedicated.outcomes[-1], to_dedicated.summary()
-    assert len(to_dedicated.failures) <= TO_DEDICATED_FAILURES_BOUND, to_dedicated.summary()
+    # The shared pool serves the Gateway until its own proxies are listed in its Service's
+    # endpoints (docs/provisioning.md, "Switching modes"); the shared proxies are running
+    # already for the way back. Neither switch may fail a request.
+    assert to_dedicated.failures == [], to_dedicated.summary()
     assert to_shared.failures == [], to_shared.summary()
 
 

@@ -141,7 +141,22 @@ def test_a_gateway_is_provisioned_switched_to_dedicated_and_collected(
         "serve", "--dedicated", "--gateway-name", "gw", "--gateway-namespace", "shop",
     ]  # fmt: skip
     assert _get(client, "/api/v1/namespaces/shop/serviceaccounts/gw-coxswain") is not None
+    # No dedicated proxy is available yet (nothing runs pods here): the Service still sends
+    # traffic to the shared pool, whose objects stay (translate/handover.py).
+    assert _get(client, shared_sa) is not None
+    assert (_get(client, service_path) or {})["spec"]["selector"] == service["spec"]["selector"]
+    # What the Deployment controller writes once a replica is Ready: the Service moves.
+    status = {"observedGeneration": deployment["metadata"]["generation"], "availableReplicas": 1}
+    kube.request(
+        client,
+        "PATCH",
+        "/apis/apps/v1/namespaces/shop/deployments/gw-coxswain/status",
+        body={"status": status},
+        content_type=kube.MERGE_PATCH,
+    )
     _eventually(lambda: _get(client, shared_sa) is None, "the inert ServiceAccount pruned")
+    moved = _get(client, service_path) or {}
+    assert moved["spec"]["selector"]["app.kubernetes.io/component"] == "dedicated-proxy"
 
     kube.request(client, "DELETE", GATEWAY)
     for path in (

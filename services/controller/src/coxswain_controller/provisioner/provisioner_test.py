@@ -222,9 +222,21 @@ async def test_switching_modes_provisions_the_new_before_pruning_the_old(client:
     await cluster.patch_gateway({"spec": {"infrastructure": {"parametersRef": ref}}})
     to_dedicated = await cluster.provision(provisioner)
     assert set(to_dedicated.created) == DEDICATED
-    assert to_dedicated.updated == [VIP]  # the same Service: the Gateway keeps its address
-    assert to_dedicated.deleted == [SHARED_SA]  # "pruned explicitly"
-    assert to_dedicated.writes_in_order[-1] == ("delete", SHARED_SA)
+    # Until a dedicated proxy is available the Service keeps selecting the shared pool, and
+    # the shared objects stay (translate/handover.py): no request finds nobody serving.
+    assert to_dedicated.updated == []
+    assert to_dedicated.deleted == []
+    await cluster.relist()
+    service = await cluster.get(VIP)
+    assert service is not None
+    assert service["spec"]["selector"] == {"app.kubernetes.io/name": "coxswain-proxy"}
+    assert (await cluster.provision(provisioner)).writes == 0  # still waiting
+
+    await asyncio.to_thread(_available, client, "shop", "gw-coxswain")
+    switched = await cluster.provision(provisioner)
+    assert switched.updated == [VIP]  # the same Service: the Gateway keeps its address
+    assert switched.deleted == [SHARED_SA]  # "pruned explicitly"
+    assert switched.writes_in_order[-1] == ("delete", SHARED_SA)
     await cluster.relist()
     service = await cluster.get(VIP)
     assert service is not None
@@ -256,6 +268,15 @@ async def test_deleting_the_gateway_garbage_collects_what_it_owned(client: Any) 
             await asyncio.sleep(0.05)
 
     await asyncio.wait_for(gone(), WAIT)
+
+
+def _available(client: Any, namespace: str, name: str) -> None:
+    """What the Deployment controller writes once a replica of the current template is Ready."""
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+    generation = kube.request(client, "GET", path)["metadata"]["generation"]
+    status = {"observedGeneration": generation, "replicas": 1, "availableReplicas": 1}
+    body = {"status": status}
+    kube.request(client, "PATCH", f"{path}/status", body=body, content_type=kube.MERGE_PATCH)
 
 
 def _events(client: Any) -> list[dict[str, Any]]:

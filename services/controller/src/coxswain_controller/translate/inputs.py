@@ -47,6 +47,9 @@ KINDS = (
     "IngressClass",
     "CoxswainIngressClassParameters",
     "CoxswainGatewayParameters",
+    # Provisioned Deployments: their available replicas pace a switch to dedicated mode
+    # (handover.py).
+    "Deployment",
 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from coxswain_controller.translate import handover
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.addresses import Addresses, gateway_addresses
 from coxswain_controller.translate.gateways.classes import class_events
@@ -84,8 +85,11 @@ class Pass:
             *(c.verdict for c in self.stream_routes.values() if c.verdict is not None),
             *self.ingress_verdicts,
         ]
+        # Services, Deployments and EndpointSlices tell how far a mode switch has come.
+        handing_over = handover.phases(gateways, self.inputs, self.options)
+        snapshots = self.tables.resources(self.resolver.endpoint_sets)
         return TranslateResult(
-            snapshots=self.tables.resources(self.resolver.endpoint_sets),
+            snapshots=handover.serve_from_shared(snapshots, self.gateways, handing_over),
             verdicts=tuple(verdicts),
             events=tuple(sorted(events, key=lambda e: (e.ref, e.reason, e.message))),
             gateway_identities={
@@ -93,7 +97,9 @@ class Pass:
                 for g in gateways
                 if isinstance(g.scope, GatewayScope)
             },
-            provision=self._provision(),
+            provision=handover.provision_during(
+                self._provision(), self.gateways, handing_over, self.options
+            ),
         )
 
     def _provision(self) -> tuple[GatewayProvision, ...]:

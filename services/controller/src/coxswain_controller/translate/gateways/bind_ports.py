@@ -7,7 +7,9 @@ local port a connection arrived on to decide which Gateway's routing/TLS tables 
 A port is derived from a hash of (namespace, name, port), probing upward past ports already
 taken, with Gateways visited oldest first: a new Gateway never moves an older Gateway's port,
 so adding a Gateway never disturbs traffic to the others. A dedicated Gateway's own proxy binds
-the declared port.
+the declared port; it still holds its place in the shared range (`shared_bind_port`), where the
+shared pool goes on serving it while it moves to its own proxies (translate/handover.py) and
+where it lands again if it moves back.
 """
 
 from __future__ import annotations
@@ -28,19 +30,19 @@ def _slot(namespace: str, name: str, port: int, span: int) -> int:
 
 
 def assign_bind_ports(gateways: Iterable[GatewayState], options: Options) -> None:
-    """Set `bind_port` on every served listener (`gateways` must be oldest first)."""
+    """Set `bind_port` and `shared_bind_port` on every listener (`gateways` must be oldest
+    first)."""
     taken = {options.ingress_http_port, options.ingress_https_port}
     for gateway in gateways:
         chosen: dict[int, int] = {}
+        shared = isinstance(gateway.scope, SharedPool)
         for listener in gateway.listeners:
-            if not isinstance(gateway.scope, SharedPool):
-                listener.bind_port = listener.port
-                continue
             if listener.port not in chosen:
                 chosen[listener.port] = _free(
                     gateway.namespace, gateway.name, listener.port, taken, options
                 )
-            listener.bind_port = chosen[listener.port]
+            listener.shared_bind_port = chosen[listener.port]
+            listener.bind_port = listener.shared_bind_port if shared else listener.port
 
 
 def _free(namespace: str, name: str, port: int, taken: set[int], options: Options) -> int:

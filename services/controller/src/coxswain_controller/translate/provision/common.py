@@ -83,9 +83,11 @@ def metadata(
     }
 
 
-def ports(gateway: GatewayState) -> list[Port]:
+def ports(gateway: GatewayState, *, shared: bool = False) -> list[Port]:
     """One port per served listener port and protocol space (listeners sharing a port differ
-    only by hostname, which the proxy tells apart), in declaration order."""
+    only by hostname, which the proxy tells apart), in declaration order. `shared`: bound on
+    the shared pool (its distinct port), even for a dedicated Gateway on its way to its own
+    proxies (translate/handover.py)."""
     found: dict[tuple[str, int], Port] = {}
     for listener in gateway.listeners:
         if not listener.served:
@@ -94,7 +96,8 @@ def ports(gateway: GatewayState) -> list[Port]:
         key = (protocol, listener.port)
         if key not in found:
             name = f"{protocol.lower()}-{listener.port}"
-            found[key] = Port(name, listener.port, listener.bind_port, protocol)
+            bind = listener.shared_bind_port if shared else listener.bind_port
+            found[key] = Port(name, listener.port, bind, protocol)
     return list(found.values())
 
 

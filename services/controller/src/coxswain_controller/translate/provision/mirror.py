@@ -31,7 +31,7 @@ from coxswain_controller.translate.provision.model import (
     Provisioned,
 )
 
-__all__ = ["ENDPOINTS", "SLICE_MANAGER", "with_endpoints"]
+__all__ = ["ENDPOINTS", "SERVICE_NAME_LABEL", "SLICE_MANAGER", "slice_name", "with_endpoints"]
 
 ENDPOINTS = "endpoints"  # the component label of the mirrored slices
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -108,8 +108,13 @@ def _endpoint(endpoint: Any) -> Obj | None:
     return copied
 
 
+def slice_name(service: str, address_type: str) -> str:
+    """The mirrored slice of `service` for one address type (IPv4 or IPv6)."""
+    return f"{service[:54].rstrip('-')}-{address_type.lower()}"
+
+
 def _slice(target: Target, address_type: str, endpoints: list[Obj]) -> Provisioned:
-    name = f"{target.base[:54].rstrip('-')}-{address_type.lower()}"
+    name = slice_name(target.base, address_type)
     metadata = common.metadata(target, name, ENDPOINTS)
     metadata["labels"] |= {SERVICE_NAME_LABEL: target.base, SLICE_MANAGER_LABEL: SLICE_MANAGER}
     body = {

@@ -25,7 +25,8 @@ IDENTITY = "identity"  # ... and of the inert ServiceAccount
 
 def vip_service(target: Target) -> Provisioned:
     """The Gateway's VIP Service (also its dedicated Service's name: the address is kept when
-    the Gateway changes mode)."""
+    the Gateway changes mode). Its targetPorts are the shared pool's, also while a Gateway
+    moving to dedicated mode waits for its own proxies (translate/handover.py)."""
     service_type = target.options.vip_service_type
     body: dict[str, Any] = {
         "apiVersion": "v1",
@@ -34,7 +35,7 @@ def vip_service(target: Target) -> Provisioned:
         "spec": {
             "type": service_type,
             "selector": dict(target.options.shared_proxy_selector),
-            "ports": common.service_ports(common.ports(target.gateway)),
+            "ports": common.service_ports(common.ports(target.gateway, shared=True)),
             **common.static_address_fields(service_type, target.infrastructure.addresses),
         },
     }
