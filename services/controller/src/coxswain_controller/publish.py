@@ -203,6 +203,11 @@ class Publisher:
             gated.append(verdict)
         return gated
 
+    @property
+    def gate(self) -> ProgrammedGate:
+        """The Programmed gate: the operator API reads each Gateway's convergence from it."""
+        return self._gate
+
     def gated(self) -> list[Verdict]:
         """The last pass's verdicts as the status writer gets them (Programmed gated on bind +
         ack): what the operator API reports as each object's conditions."""

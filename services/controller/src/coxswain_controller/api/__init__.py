@@ -27,9 +27,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def routes(parts: Parts, access: Access) -> list[web.AbstractRouteDef]:
     explainer = Explainer(parts)
+    departures = fleet.Departures(parts.nodes)
 
     async def fleet_all(_: web.Request) -> web.Response:
-        return send(fleet.fleet(parts))
+        return send(fleet.fleet(parts, departures))
 
     async def proxy_routes(request: web.Request) -> web.Response:
         return fleet.proxy_routes(parts, request.match_info["name"])
@@ -43,6 +44,9 @@ def routes(parts: Parts, access: Access) -> list[web.AbstractRouteDef]:
         if found is None:
             return error(404, "NotFound", f"no Gateway {ns}/{name} in the last pass")
         return send(found)
+
+    async def route_list(_: web.Request) -> web.Response:
+        return send(routing.routes(parts))
 
     async def problem_list(_: web.Request) -> web.Response:
         return send(problems.problems(parts))
@@ -81,6 +85,7 @@ def routes(parts: Parts, access: Access) -> list[web.AbstractRouteDef]:
         web.get("/api/v1/fleet/proxies/{name}/routes", g("fleet", proxy_routes)),
         web.get("/api/v1/routing/gateways", g("routing", gateways)),
         web.get("/api/v1/routing/gateways/{namespace}/{name}", g("routing", gateway)),
+        web.get("/api/v1/routing/routes", g("routing", route_list)),
         web.get("/api/v1/problems", g("routing", problem_list)),
         web.get("/api/v1/events", g("routing", event_list)),
         web.get("/api/v1/manifests/{kind}/{namespace}/{name}", g("manifests", manifest)),

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import kubernetes
+
 from coxswain_controller.api.conftest import Running, until
 from coxswain_controller.conftest import subscribe
 from coxswain_proto import discovery as pb
@@ -210,3 +212,94 @@ async def test_logs_come_through_the_api_server(running: Running) -> None:
     token = running.token("ops", "viewer")
     status, body = await running.get("/api/v1/pods/shop/nope/logs", token)
     assert status == 404 and body["error"]["reason"] == "LogsUnavailable"
+
+
+async def test_convergence_per_gateway_once_the_proxy_acked_and_bound(running: Running) -> None:
+    token = running.token("ops", "viewer")
+    _, body = await running.get("/api/v1/routing/gateways/shop/gw", token)
+    assert body["convergence"]["converged"] is False and body["convergence"]["durationMs"] is None
+    _, health = await running.get("/api/v1/health")
+    assert health["subsystems"]["convergence"]["state"] == "converging"
+    call, snapshot = await _connect(running)
+    await _ack(call, snapshot)
+
+    async def converged() -> dict[str, Any]:
+        while True:
+            _, gw = await running.get("/api/v1/routing/gateways/shop/gw", token)
+            if gw["convergence"]["converged"]:
+                return dict(gw)
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(_assign_address(running), WAIT)
+    gw = await asyncio.wait_for(converged(), WAIT)
+    (programmed,) = (c for c in gw["conditions"] if c["type"] == "Programmed")
+    assert programmed["status"] is True
+    assert gw["convergence"]["generation"] == gw["generation"]
+    assert gw["convergence"]["durationMs"] >= 0 and gw["convergence"]["seenAt"].endswith("Z")
+    _, health = await running.get("/api/v1/health")
+    summary = health["subsystems"]["convergence"]
+    assert summary["state"] == "converged" and summary["gateways"] == 1
+    assert summary["slowestMs"] == gw["convergence"]["durationMs"]
+    status, metrics = await _text(running, "/metrics")
+    assert status == 200
+    assert "coxswain_controller_gateway_convergence_seconds_count" in metrics
+
+
+async def _assign_address(running: Running) -> None:
+    """What a load balancer does for the Gateway's provisioned VIP Service."""
+    status = {"status": {"loadBalancer": {"ingress": [{"ip": "127.0.200.9"}]}}}
+    while True:
+        try:
+            await asyncio.to_thread(
+                running.core.patch_namespaced_service_status, "gw-coxswain", "shop", status
+            )
+            return
+        except kubernetes.client.ApiException as err:
+            if err.status != 404:
+                raise
+            await asyncio.sleep(0.05)
+
+
+async def _text(running: Running, path: str) -> tuple[int, str]:
+    async with running.http.get(running.url + path) as response:
+        return response.status, await response.text()
+
+
+async def test_routes_with_their_parents_conditions_and_events(running: Running) -> None:
+    token = running.token("ops", "viewer")
+    status, body = await running.get("/api/v1/routing/routes", token)
+    assert status == 200
+    by_name = {(r["kind"], r["name"]): r for r in body["routes"]}
+    assert {("HTTPRoute", n) for n in ("web", "api", "broken")} <= set(by_name)
+    (parent,) = by_name[("HTTPRoute", "broken")]["parents"]
+    assert parent["parentRef"]["name"] == "gw"
+    refs = {c["type"]: c for c in parent["conditions"]}
+    assert refs["ResolvedRefs"]["status"] is False
+    assert refs["ResolvedRefs"]["reason"] == "BackendNotFound"
+    (web_parent,) = by_name[("HTTPRoute", "web")]["parents"]
+    assert all(c["status"] for c in web_parent["conditions"])
+    assert (await running.get("/api/v1/routing/routes", "not-a-token"))[0] == 401
+
+
+async def test_a_proxy_that_left_is_listed_as_disconnected(running: Running) -> None:
+    token = running.token("ops", "viewer")
+    call, snapshot = await _connect(running, "proxy-gone")
+    await _ack(call, snapshot)
+    await until(lambda: running.runtime.nodes.get("proxy-gone") is not None)
+    _, body = await running.get("/api/v1/fleet", token)
+    assert [p["nodeId"] for p in body["proxies"]] == ["proxy-gone"]
+    assert body["disconnected"] == []
+    await call.done_writing()
+    await until(lambda: running.runtime.nodes.get("proxy-gone") is None)
+    _, body = await running.get("/api/v1/fleet", token)
+    assert body["proxies"] == []
+    (gone,) = body["disconnected"]
+    assert gone["nodeId"] == "proxy-gone" and gone["scope"] == "SharedPool"
+    assert gone["acked"]["version"] == snapshot.version
+    assert gone["disconnectedAt"] >= gone["connectedAt"]
+    # Back again: no longer listed as disconnected.
+    again, _ = await _connect(running, "proxy-gone")
+    await until(lambda: running.runtime.nodes.get("proxy-gone") is not None)
+    _, body = await running.get("/api/v1/fleet", token)
+    assert body["disconnected"] == [] and len(body["proxies"]) == 1
+    again.cancel()

@@ -1,7 +1,10 @@
-"""`/api/v1/health`'s subsystems: sources, leadership, discovery, translation, publish.
+"""`/api/v1/health`'s subsystems: sources, leadership, discovery, translation, publish and
+Gateway convergence.
 
 The admin server's own document (service, version, ready, notReady, warnings) gets a
 `subsystems` object beside it; each subsystem has a `state` an operator can read at a glance.
+This document is open, so it names no object: convergence is given as counts and the slowest
+latest time; `/api/v1/routing/gateways` has each Gateway's own.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import time
 from typing import Any
 
 from coxswain_controller.api.context import Parts, rfc3339
+from coxswain_controller.translate.result import GatewayVerdict
 
 __all__ = ["health"]
 
@@ -29,6 +33,7 @@ def health(parts: Parts) -> dict[str, Any]:
             },
             "translation": _translation(parts),
             "publish": _publish(parts),
+            "convergence": _convergence(parts),
         }
     }
 
@@ -72,4 +77,24 @@ def _publish(parts: Parts) -> dict[str, Any]:
         "at": rfc3339(at),
         "ageMs": round((time.time() - at) * 1000) if at is not None else None,
         "scopes": len(registry.scopes()),
+    }
+
+
+def _convergence(parts: Parts) -> dict[str, Any]:
+    publisher = parts.publisher
+    result = publisher.result if publisher is not None else None
+    if publisher is None or result is None:
+        return {"state": "pending", "gateways": 0, "converging": 0, "slowestMs": None}
+    held = [
+        publisher.gate.convergence(v.ref.namespace, v.ref.name)
+        for v in result.verdicts
+        if isinstance(v, GatewayVerdict)
+    ]
+    done = [h.seconds for h in held if h is not None and h.seconds is not None]
+    converging = len(held) - len(done)
+    return {
+        "state": "converging" if converging else "converged",
+        "gateways": len(held),
+        "converging": converging,
+        "slowestMs": round(max(done) * 1000, 1) if done else None,
     }

@@ -1,9 +1,13 @@
-"""`/api/v1/routing/gateways[/{ns}/{name}]`: each Gateway as the controller serves it.
+"""`/api/v1/routing/gateways[/{ns}/{name}]` and `/api/v1/routing/routes`: each Gateway and
+each route as the controller serves it.
 
 Its conditions and listeners (with attached-route counts) and addresses come from the last
 pass's verdicts, Programmed gated on bind + ack as the status writer writes it; its attached
 routes from the routes' parent verdicts; its per-host rules from the current snapshot of its
-scope (the HostRoutes whose table is that Gateway's).
+scope (the HostRoutes whose table is that Gateway's); its convergence (the latest generation's
+time from first seen to Programmed: True) from the Programmed gate. Each route (HTTPRoute,
+GRPCRoute, the stream routes, Ingress) carries its conditions per parent and the Events the
+last pass raised about it.
 """
 
 from __future__ import annotations
@@ -11,16 +15,18 @@ from __future__ import annotations
 from typing import Any
 
 from coxswain_controller.api import tables
-from coxswain_controller.api.context import Parts
+from coxswain_controller.api.context import Parts, rfc3339
 from coxswain_controller.translate.result import (
     Condition,
+    Event,
     GatewayVerdict,
+    IngressVerdict,
     RouteVerdict,
     Verdict,
 )
 from coxswain_routing import EndpointSet, GatewayListeners, HostRoutes
 
-__all__ = ["conditions_json", "gateway", "gateways"]
+__all__ = ["conditions_json", "convergence_json", "gateway", "gateways", "routes"]
 
 
 def conditions_json(conditions: tuple[Condition, ...]) -> list[dict[str, Any]]:
@@ -82,6 +88,7 @@ def _gateway(parts: Parts, v: GatewayVerdict, verdicts: list[Verdict]) -> dict[s
             }
             for lv in v.listeners
         ],
+        "convergence": convergence_json(parts, ns, name),
         "routes": _attached(verdicts, ns, name),
         "hosts": [
             {
@@ -118,3 +125,53 @@ def _attached(verdicts: list[Verdict], ns: str, name: str) -> list[dict[str, Any
                 }
             )
     return out
+
+
+def convergence_json(parts: Parts, namespace: str, name: str) -> dict[str, Any] | None:
+    """`{"generation", "seenAt", "converged", "durationMs"}` for the latest generation seen."""
+    held = parts.publisher.gate.convergence(namespace, name) if parts.publisher else None
+    if held is None:
+        return None
+    return {
+        "generation": held.generation,
+        "seenAt": rfc3339(held.seen_at),
+        "converged": held.seconds is not None,
+        "durationMs": round(held.seconds * 1000, 1) if held.seconds is not None else None,
+    }
+
+
+def routes(parts: Parts) -> dict[str, Any]:
+    publisher = parts.publisher
+    if publisher is None or publisher.result is None:
+        return {"routes": []}
+    events: dict[str, list[Event]] = {}
+    for e in publisher.result.events:
+        events.setdefault(e.uid, []).append(e)
+    found = []
+    for v in publisher.gated():
+        if isinstance(v, RouteVerdict):
+            parents = [
+                {"parentRef": dict(p.parent_ref), "conditions": conditions_json(p.conditions)}
+                for p in v.parents
+            ]
+            addresses: list[dict[str, str]] = []
+        elif isinstance(v, IngressVerdict):
+            parents, addresses = [], [{"type": t, "value": a} for t, a in v.addresses]
+        else:
+            continue
+        found.append(
+            {
+                "kind": v.ref.kind,
+                "namespace": v.ref.namespace,
+                "name": v.ref.name,
+                "generation": v.generation,
+                "parents": parents,
+                "addresses": addresses,
+                "events": [
+                    {"type": e.type, "reason": e.reason, "message": e.message}
+                    for e in events.get(v.uid, [])
+                ],
+            }
+        )
+    found.sort(key=lambda r: (r["namespace"], r["name"], r["kind"]))
+    return {"routes": found}

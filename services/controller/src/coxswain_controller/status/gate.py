@@ -9,20 +9,46 @@ observedGeneration stays one behind the current generation, and the condition's 
 specifically what's still being waited on. Once a generation reaches Programmed=True, ordinary
 pool churn — rollouts, leader failover — never flips it back to False; only an actual spec
 change re-arms the gate."
+
+The gate also measures convergence: from the moment it first sees a Gateway's generation (the
+pass that translated it) to the moment that generation is Programmed: True, observed once per
+generation into `coxswain_controller_gateway_convergence_seconds` and kept per Gateway for the
+operator API. A controller that starts or takes over measures from when it first saw the
+generation, not from when it was written.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
+
+from prometheus_client import Histogram
 
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.result import Condition, GatewayVerdict
 
-__all__ = ["ProgrammedGate"]
+__all__ = ["Convergence", "ProgrammedGate"]
 
 Bind = tuple[int, str]  # (port, protocol)
+
+CONVERGENCE = Histogram(
+    "coxswain_controller_gateway_convergence_seconds",
+    "Time from a Gateway generation first seen by the controller to Programmed: True for it.",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Convergence:
+    """One Gateway generation on its way to Programmed: True."""
+
+    generation: int  # the generation measured
+    seen_at: float  # wall-clock time the gate first saw it
+    started: float  # the same moment on the monotonic clock
+    seconds: float | None = None  # seen → Programmed: True; None while not yet
 
 
 class ProxyReport(Protocol):
@@ -40,8 +66,16 @@ class ProxyReport(Protocol):
 
 
 class ProgrammedGate:
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self._latched: dict[tuple[str, str], int] = {}  # Gateway -> generation latched True
+        self._convergence: dict[tuple[str, str], Convergence] = {}  # Gateway -> its latest
+        self._clock = clock
+        self._wall = wall
 
     def gate(
         self,
@@ -53,6 +87,7 @@ class ProgrammedGate:
     ) -> GatewayVerdict:
         """`verdict` with its Programmed condition gated on the proxies' reports."""
         key = (verdict.ref.namespace, verdict.ref.name)
+        self._seen(key, verdict.generation)
         translated = next(c for c in verdict.conditions if c.type is ConditionType.PROGRAMMED)
         if not translated.status:
             self._latched.pop(key, None)
@@ -62,6 +97,7 @@ class ProgrammedGate:
         waiting = _waiting(set(binds), stamp_seq, nodes, str(verdict.scope))
         if not waiting:
             self._latched[key] = verdict.generation
+            self._converged(key)
             return verdict
         pending = Condition(
             ConditionType.PROGRAMMED,
@@ -75,6 +111,24 @@ class ProgrammedGate:
 
     def forget(self, namespace: str, name: str) -> None:
         self._latched.pop((namespace, name), None)
+        self._convergence.pop((namespace, name), None)
+
+    def convergence(self, namespace: str, name: str) -> Convergence | None:
+        """The latest generation of that Gateway the gate has seen, and how long it took to be
+        Programmed (None before the gate has seen the Gateway)."""
+        return self._convergence.get((namespace, name))
+
+    def _seen(self, key: tuple[str, str], generation: int) -> None:
+        held = self._convergence.get(key)
+        if held is None or held.generation != generation:
+            self._convergence[key] = Convergence(generation, self._wall(), self._clock())
+
+    def _converged(self, key: tuple[str, str]) -> None:
+        held = self._convergence[key]
+        if held.seconds is None:  # once per generation, however often it re-latches
+            seconds = max(self._clock() - held.started, 0.0)
+            self._convergence[key] = dataclasses.replace(held, seconds=seconds)
+            CONVERGENCE.observe(seconds)
 
 
 def _waiting(binds: set[Bind], stamp_seq: int, nodes: Sequence[ProxyReport], scope: str) -> str:

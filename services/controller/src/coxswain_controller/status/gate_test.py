@@ -3,12 +3,15 @@
 Covers: no proxy connected → Pending; a proxy that has not bound → Pending naming the node and
 ports; a proxy that has not acked the stamp → Pending naming the publish; both → True and
 latched for the generation (node churn afterwards does not lower it); a new generation re-arms
-the gate; a translated Programmed False passes through untouched.
+the gate; a translated Programmed False passes through untouched; convergence measured from
+the generation first seen to Programmed True, once per generation, on an injected clock.
 """
 
 from __future__ import annotations
 
 import dataclasses
+
+from prometheus_client import REGISTRY
 
 from coxswain_controller.discovery.nodes import Node
 from coxswain_controller.status.gate import ProgrammedGate
@@ -86,3 +89,39 @@ def test_a_translated_false_passes_through() -> None:
     v = verdict(programmed=False)
     assert ProgrammedGate().gate(v, binds=BINDS, stamp_seq=7, nodes=[node("p1")]) is v
     assert dataclasses.replace(v) == v
+
+
+def _observed() -> float:
+    name = "coxswain_controller_gateway_convergence_seconds"
+    return REGISTRY.get_sample_value(f"{name}_count") or 0.0
+
+
+def test_convergence_is_seen_to_programmed_once_per_generation() -> None:
+    now = [100.0]
+    gate = ProgrammedGate(clock=lambda: now[0], wall=lambda: 5000.0 + now[0])
+    before = _observed()
+    assert gate.convergence("shop", "gw") is None
+    gate.gate(verdict(), binds=BINDS, stamp_seq=7, nodes=[])  # first seen, waiting
+    held = gate.convergence("shop", "gw")
+    assert held is not None and (held.generation, held.seen_at, held.seconds) == (3, 5100.0, None)
+    now[0] = 100.75
+    assert programmed(gate.gate(verdict(), binds=BINDS, stamp_seq=7, nodes=[node("p1")])).status
+    held = gate.convergence("shop", "gw")
+    assert held is not None and held.seconds == 0.75
+    assert _observed() == before + 1
+    # Re-gating the latched generation (and a translated False and back) measures nothing new.
+    now[0] = 200.0
+    gate.gate(verdict(), binds=BINDS, stamp_seq=7, nodes=[node("p1")])
+    gate.gate(verdict(programmed=False), binds=BINDS, stamp_seq=7, nodes=[node("p1")])
+    gate.gate(verdict(), binds=BINDS, stamp_seq=7, nodes=[node("p1")])
+    assert _observed() == before + 1
+    assert gate.convergence("shop", "gw") == held
+    # A new generation starts a new measurement.
+    gate.gate(verdict(generation=4), binds=BINDS, stamp_seq=9, nodes=[node("p1")])
+    fresh = gate.convergence("shop", "gw")
+    assert fresh is not None and (fresh.generation, fresh.seconds) == (4, None)
+    now[0] = 202.0
+    gate.gate(verdict(generation=4), binds=BINDS, stamp_seq=9, nodes=[node("p1", acked=9)])
+    fresh = gate.convergence("shop", "gw")
+    assert fresh is not None and fresh.seconds == 2.0
+    assert _observed() == before + 2
