@@ -25,6 +25,7 @@ __all__ = [
     "Backend",
     "BackendProtocol",
     "ClientCaStore",
+    "ClientValidationMode",
     "Cors",
     "Endpoint",
     "EndpointSet",
@@ -108,10 +109,18 @@ class GatewayListeners:
     name: str
     generation: int
     listeners: tuple[Listener, ...]  # ordered by (bind_port, protocol, name)
+    # spec.tls.backend.clientCertificateRef: presented on the TLS connections this Gateway's
+    # routes open to backends a BackendTLSPolicy governs; None: no client certificate.
+    backend_client_certificate: TlsCertificate | None = None
 
     @property
     def key(self) -> str:
         return f"listeners/{self.namespace}/{self.name}"
+
+    @property
+    def table(self) -> str:
+        """The `HostRoutes.table` of this Gateway's routes."""
+        return f"gateway/{self.namespace}/{self.name}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,10 +384,17 @@ class BackendProtocol(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class UpstreamTLS:
-    sni: str
+    sni: str  # sent as the server name; also the name verified, unless SANs are given
     ca_bundle_pem: bytes = b""  # the whole of the trust, unless system_roots
     system_roots: bool = False
+    # A BackendTLSPolicy's subjectAltNames: the certificate must carry one of these (DNS names,
+    # exact or "*.suffix", and URIs), and then `sni` is not what it is verified against.
     subject_alt_names: tuple[str, ...] = ()
+    subject_alt_uris: tuple[str, ...] = ()
+
+    @property
+    def verifies_sans(self) -> bool:
+        return bool(self.subject_alt_names or self.subject_alt_uris)
 
 
 class Transport(StrEnum):
@@ -531,11 +547,21 @@ class TlsStore:
         return f"tls/{self.bind_port}"
 
 
+class ClientValidationMode(StrEnum):
+    """A Gateway's frontend validation mode (Gateway API FrontendValidationModeType)."""
+
+    ALLOW_VALID_ONLY = "AllowValidOnly"  # no valid client certificate: no handshake
+    ALLOW_INSECURE_FALLBACK = "AllowInsecureFallback"  # every client admitted
+
+
 @dataclass(frozen=True, slots=True)
 class ClientCaStore:
+    """How one HTTPS port checks its clients' certificates: the trust and the mode."""
+
     bind_port: int
-    ca_bundle_pem: bytes
-    sources: tuple[str, ...] = ()  # sorted
+    ca_bundle_pem: bytes  # the whole of the trust for client certificates
+    sources: tuple[str, ...] = ()  # "<Kind> <namespace>/<name>" of each CA reference; sorted
+    mode: ClientValidationMode = ClientValidationMode.ALLOW_VALID_ONLY
 
     @property
     def key(self) -> str:

@@ -36,6 +36,11 @@ __all__ = ["UnsafeValue", "WireError", "from_wire", "resource_hash", "snapshot_v
 
 _TRANSPORT = {m.Transport.TCP: pb.Transport.TCP, m.Transport.UDP: pb.Transport.UDP}
 _TRANSPORT_BACK = {v: k for k, v in _TRANSPORT.items()}
+_VALIDATION = {
+    m.ClientValidationMode.ALLOW_VALID_ONLY: pb.ClientValidationMode.ALLOW_VALID_ONLY,
+    m.ClientValidationMode.ALLOW_INSECURE_FALLBACK: pb.ClientValidationMode.ALLOW_INSECURE_FALLBACK,
+}
+_VALIDATION_BACK = {v: k for k, v in _VALIDATION.items()}
 
 
 def _listener(x: m.Listener) -> pb.Listener:
@@ -76,6 +81,10 @@ def _certificate_back(c: pb.TlsCertificate) -> m.TlsCertificate:
         private_key_pem=c.private_key_pem,
         source=c.source,
     )
+
+
+def _optional_certificate(c: m.TlsCertificate | None) -> pb.TlsCertificate | None:
+    return _certificate(c) if c is not None else None
 
 
 def _endpoint(e: m.Endpoint) -> pb.Endpoint:
@@ -150,6 +159,7 @@ def to_wire(resource: m.Resource) -> pb.Resource:
                     bind_port=resource.bind_port,
                     ca_bundle_pem=resource.ca_bundle_pem,
                     sources=list(resource.sources),
+                    mode=_VALIDATION[resource.mode],
                 ),
             )
         case m.GatewayListeners():
@@ -160,6 +170,9 @@ def to_wire(resource: m.Resource) -> pb.Resource:
                     name=resource.name,
                     generation=resource.generation,
                     listeners=[_listener(x) for x in resource.listeners],
+                    backend_client_certificate=_optional_certificate(
+                        resource.backend_client_certificate
+                    ),
                 ),
             )
         case m.StreamRoute():
@@ -198,10 +211,13 @@ def _body_back(r: pb.Resource) -> m.Resource:
         certificates = tuple(_certificate_back(c) for c in t.certificates)
         return m.TlsStore(t.bind_port, certificates, default_source=t.default_source)
     if (c := r.client_ca_store) is not None:
-        return m.ClientCaStore(c.bind_port, c.ca_bundle_pem, sources=tuple(c.sources))
+        mode = back(_VALIDATION_BACK, c.mode, "client validation mode")
+        return m.ClientCaStore(c.bind_port, c.ca_bundle_pem, tuple(c.sources), mode)
     if (g := r.gateway_listeners) is not None:
         listeners = tuple(_listener_back(x) for x in g.listeners)
-        return m.GatewayListeners(g.namespace, g.name, g.generation, listeners)
+        client = g.backend_client_certificate
+        certificate = _certificate_back(client) if client is not None else None
+        return m.GatewayListeners(g.namespace, g.name, g.generation, listeners, certificate)
     if (s := r.stream_route) is not None:
         protocol = back(PROTOCOL_BACK, s.protocol, "stream protocol")
         return m.StreamRoute(s.bind_port, protocol, tuple(_stream_match_back(x) for x in s.matches))

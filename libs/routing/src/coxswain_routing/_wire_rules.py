@@ -274,6 +274,7 @@ def _tls(t: m.UpstreamTLS | None) -> pb.UpstreamTls | None:
         ca_bundle_pem=t.ca_bundle_pem,
         system_roots=t.system_roots,
         subject_alt_names=list(t.subject_alt_names),
+        subject_alt_uris=list(t.subject_alt_uris),
     )
 
 
@@ -285,6 +286,7 @@ def _tls_back(t: pb.UpstreamTls | None) -> m.UpstreamTLS | None:
         ca_bundle_pem=t.ca_bundle_pem,
         system_roots=t.system_roots,
         subject_alt_names=tuple(t.subject_alt_names),
+        subject_alt_uris=tuple(t.subject_alt_uris),
     )
 
 

@@ -21,6 +21,7 @@ from coxswain_routing import (
     Backend,
     BackendProtocol,
     ClientCaStore,
+    ClientValidationMode,
     Cors,
     Endpoint,
     EndpointSet,
@@ -117,6 +118,7 @@ tls = st.none() | st.builds(
     ca_bundle_pem=st.binary(max_size=8),
     system_roots=st.booleans(),
     subject_alt_names=tuples(names),
+    subject_alt_uris=tuples(names),
 )
 simple_filters = st.one_of(
     st.builds(RequestHeaderModifier, set=pairs, add=pairs, remove=tuples(header_names)),
@@ -170,6 +172,13 @@ rules = st.builds(
     timeouts=st.builds(Timeouts, request_ms=u32, backend_request_ms=u32),
     retry=st.builds(Retry, attempts=u32, codes=tuples(st.integers(100, 599)), backoff_ms=u32),
 )
+certificates = st.builds(
+    TlsCertificate,
+    server_names=tuples(names),
+    certificate_chain_pem=st.binary(max_size=16),
+    private_key_pem=st.binary(max_size=16),
+    source=names,
+)
 resources: st.SearchStrategy[Resource] = st.one_of(
     st.builds(
         HostRoutes,
@@ -180,22 +189,13 @@ resources: st.SearchStrategy[Resource] = st.one_of(
         listener_port=ports,
         wildcard_scope=st.sampled_from(WildcardScope),
     ),
+    st.builds(TlsStore, bind_port=ports, certificates=tuples(certificates), default_source=text),
     st.builds(
-        TlsStore,
+        ClientCaStore,
         bind_port=ports,
-        certificates=tuples(
-            st.builds(
-                TlsCertificate,
-                server_names=tuples(names),
-                certificate_chain_pem=st.binary(max_size=16),
-                private_key_pem=st.binary(max_size=16),
-                source=names,
-            )
-        ),
-        default_source=text,
-    ),
-    st.builds(
-        ClientCaStore, bind_port=ports, ca_bundle_pem=st.binary(max_size=16), sources=tuples(names)
+        ca_bundle_pem=st.binary(max_size=16),
+        sources=tuples(names),
+        mode=st.sampled_from(ClientValidationMode),
     ),
     st.builds(
         GatewayListeners,
@@ -213,6 +213,7 @@ resources: st.SearchStrategy[Resource] = st.one_of(
                 tls_mode=st.sampled_from(TlsMode),
             )
         ),
+        backend_client_certificate=st.none() | certificates,
     ),
     st.builds(
         StreamRoute,
@@ -294,6 +295,23 @@ def test_a_tcp_endpoint_set_is_written_as_before_the_transport_field() -> None:
     assert message.endpoint_set is not None
     assert bytes(message.endpoint_set) == bytes(before)
     assert from_wire(message) == tcp
+
+
+def test_the_tls_fields_added_later_leave_older_bytes_alone() -> None:
+    # A client CA store in the default mode, listeners without a backend client certificate and
+    # an upstream without SAN URIs encode as they did before those fields existed, so a proxy
+    # built before them decodes them unchanged (and their hashes do not move).
+    store = to_wire(ClientCaStore(8443, b"ca", ("ConfigMap ns/ca",)))
+    assert store.client_ca_store is not None
+    old = pb.ClientCaStore(bind_port=8443, ca_bundle_pem=b"ca", sources=["ConfigMap ns/ca"])
+    assert bytes(store.client_ca_store) == bytes(old)
+    listeners = to_wire(GatewayListeners("ns", "gw", 1, ()))
+    assert listeners.gateway_listeners is not None
+    assert bytes(listeners.gateway_listeners) == bytes(
+        pb.GatewayListeners(namespace="ns", name="gw", generation=1)
+    )
+    fallback = ClientCaStore(8443, b"ca", mode=ClientValidationMode.ALLOW_INSECURE_FALLBACK)
+    assert from_wire(to_wire(fallback)) == fallback
 
 
 def test_one_port_number_over_tcp_and_udp_is_two_endpoint_sets() -> None:

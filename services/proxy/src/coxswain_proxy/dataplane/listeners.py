@@ -15,6 +15,7 @@ import asyncio
 import errno
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -87,10 +88,15 @@ class Listeners:
         rt, port = self._rt, info.port
         if not info.tls:
             return negotiate.cleartext(rt, port)  # HTTP/1.1, or h2c by prior knowledge
-        context = tls.front_context(lambda: rt.tables.tls.get(port) if rt.tables else None)
+        refusing = tls.front_context(None)  # until a snapshot gives the port its store
+
+        def front() -> ssl.SSLContext:
+            # The tables served at the accept: a swap after it leaves this handshake alone.
+            tables = rt.tables
+            return tables.fronts.get(port, refusing) if tables is not None else refusing
 
         connection = negotiate.encrypted(rt, port)  # HTTP/1.1 or h2, as ALPN chose
-        return lambda: handshake.Handshake(rt, context, connection)
+        return lambda: handshake.Handshake(rt, front(), connection)
 
     async def _serve(
         self, factory: Callable[[], asyncio.Protocol], info: PortInfo

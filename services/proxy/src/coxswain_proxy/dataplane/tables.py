@@ -26,6 +26,7 @@ it was compiled from (`Tables.sources`), so no id outlives its object.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -38,6 +39,7 @@ from coxswain_proxy.dataplane.upstream.picker import H2C, EndpointPicker
 from coxswain_routing import (
     Backend,
     BackendProtocol,
+    ClientCaStore,
     Cors,
     EndpointSet,
     GatewayListeners,
@@ -232,6 +234,8 @@ class Tables:
     own_pickers: dict[int, EndpointPicker]  # by id() of the Backend
     tls: dict[int, tls.SniStore]  # by routing port
     ports: dict[int, PortInfo]  # the ports to bind
+    # The context each HTTPS port's handshakes start with (`tls.front_context`), by routing port.
+    fronts: dict[int, ssl.SSLContext] = field(default_factory=dict)
     version: str = ""
     mirrors_any: bool = field(default=False)
     # What these tables were compiled from, by key: the next compile reuses what it is handed
@@ -370,12 +374,33 @@ def _endpoints(sets: dict[str, EndpointSet], reuse: _Reuse) -> dict[str, Endpoin
     }
 
 
-def _tls_stores(stores: dict[str, TlsStore], reuse: _Reuse) -> dict[int, tls.SniStore]:
+def _tls_stores(
+    stores: dict[str, TlsStore], client_cas: dict[str, ClientCaStore], reuse: _Reuse
+) -> dict[int, tls.SniStore]:
+    """Each HTTPS port's certificates, with its clients' CA bundle when it verifies them."""
     before = reuse.previous.tls if reuse.previous is not None else {}
-    # Loading certificates is the slowest step of a compile: only a changed store is reloaded.
+    by_port = {c.bind_port: (key, c) for key, c in client_cas.items()}
+    built = {}
+    # Loading certificates is the slowest step of a compile: only a port whose certificates or
+    # client CA bundle changed is reloaded.
+    for key, store in stores.items():
+        ca_key, client_ca = by_port.get(store.bind_port, (f"client-ca/{store.bind_port}", None))
+        same_ca = reuse.sources.get(ca_key) is client_ca
+        if reuse.kept(key, store) and same_ca and store.bind_port in before:
+            built[store.bind_port] = before[store.bind_port]
+        else:
+            built[store.bind_port] = tls.build_store(store, client_ca=client_ca)
+    return built
+
+
+def _fronts(stores: dict[int, tls.SniStore], reuse: _Reuse) -> dict[int, ssl.SSLContext]:
+    """The context each HTTPS port's handshakes start with, one per store (`tls.front_context`)."""
+    previous = reuse.previous
     return {
-        s.bind_port: before[s.bind_port] if reuse.kept(key, s) else tls.build_store(s)
-        for key, s in stores.items()
+        port: previous.fronts[port]
+        if previous is not None and previous.tls.get(port) is store and port in previous.fronts
+        else tls.front_context(store)
+        for port, store in stores.items()
     }
 
 
@@ -401,12 +426,14 @@ def compile_tables(
         sets = _of_kind(keyed, EndpointSet)
         listed = list(keyed.values())
         plans, header_ports = _plans(routes, reuse)
+        stores = _tls_stores(_of_kind(keyed, TlsStore), _of_kind(keyed, ClientCaStore), reuse)
         return Tables(
             router=compile_router(listed, previous.router if previous is not None else None),
             plans=plans,
             endpoints=_endpoints(sets, reuse),
             own_pickers=_own_pickers(routes, sets, reuse),
-            tls=_tls_stores(_of_kind(keyed, TlsStore), reuse),
+            tls=stores,
+            fronts=_fronts(stores, reuse),
             ports=_ports(listed, ingress),
             version=version,
             sources=keyed,

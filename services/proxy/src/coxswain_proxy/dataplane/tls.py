@@ -1,11 +1,25 @@
 """TLS termination: each port's certificate store prebuilt into `SSLContext`s, chosen by SNI.
 
 Where it sits: `tables.compile_tables` calls `build_store` for every `TlsStore` in a snapshot,
-off the request path (loading a certificate parses PEM and checks the key). `listeners` gives
-each HTTPS port one long-lived *front* context whose SNI callback only looks up the name in the
-store of the tables currently served and switches the handshake to that context; a snapshot
-swap replaces the stores in one assignment, so a rotated certificate takes effect on the next
-handshake without rebinding.
+off the request path (loading a certificate parses PEM and checks the key), and `front_context`
+once per store: the context a handshake on that port starts with, whose SNI callback looks the
+name up in that store and switches the handshake to the chosen certificate's context. The
+tables hold both; `listeners` hands each accepted connection the front of the tables served at
+that moment, so a snapshot swap (one assignment) makes a rotated certificate or client CA take
+effect on the next handshake without rebinding, and a handshake under way finishes with what it
+started with.
+
+Client certificates (a Gateway's `spec.tls.frontend`, the port's `ClientCaStore`): OpenSSL takes
+the verify mode from the context a connection starts with and the trust from the context the
+SNI callback switches to (`SSL_set_SSL_CTX` keeps the mode, not the store). So the front asks
+for a certificate (CERT_REQUIRED, Gateway API AllowValidOnly: "the gateway will accept
+connections only if the client presents a valid certificate") and every certificate's context
+loads the port's CA bundle, the whole of the trust. A client without a valid certificate fails
+the handshake, before any HTTP. AllowInsecureFallback ("accept connections even if the client
+certificate is not presented or fails verification") asks for none: Python's `ssl` has no
+verification callback that could request a certificate and admit one that fails, so every
+client is admitted and nothing about its certificate is checked. A bundle the proxy cannot load
+fails closed: the port asks for a certificate and trusts none.
 
 Lookup order (routing docs, "TlsStore"): the exact name, then wildcards from the nearest label
 boundary outward, then the store's default. The store answers for a name with the first
@@ -21,10 +35,15 @@ import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from coxswain_routing import TlsCertificate, TlsStore, normalize_host
+from coxswain_routing import (
+    ClientCaStore,
+    ClientValidationMode,
+    TlsCertificate,
+    TlsStore,
+    normalize_host,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +66,7 @@ class SniStore:
     exact: dict[str, Selected]
     wildcard: dict[str, Selected]  # by suffix without "*.": "example.com" for "*.example.com"
     default: Selected | None
+    verify: bool = False  # clients must present a certificate the port's CA bundle verifies
 
     def select(self, server_name: str | None) -> Selected | None:
         if not server_name:
@@ -72,10 +92,17 @@ def server_context(alpn: list[str] | None = ALPN) -> ssl.SSLContext:
     return context
 
 
-def _load(certificate: TlsCertificate, alpn: list[str] | None) -> ssl.SSLContext:
-    """A context holding one certificate. `load_cert_chain` reads only files, so the PEM goes
-    through a private temporary file that is removed at once."""
+def _load(
+    certificate: TlsCertificate, alpn: list[str] | None, trust: bytes | None = None
+) -> ssl.SSLContext:
+    """A context holding one certificate (and, verifying clients, the CA bundle it trusts for
+    them). `load_cert_chain` reads only files, so the PEM goes through a private temporary file
+    that is removed at once."""
     context = server_context(alpn)
+    if trust is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        if trust:
+            context.load_verify_locations(cadata=trust.decode("ascii"))
     fd, path = tempfile.mkstemp(prefix="coxswain-tls-", suffix=".pem")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -88,14 +115,37 @@ def _load(certificate: TlsCertificate, alpn: list[str] | None) -> ssl.SSLContext
     return context
 
 
-def build_store(store: TlsStore, *, alpn: list[str] | None = ALPN) -> SniStore:
+def client_trust(client_ca: ClientCaStore | None) -> bytes | None:
+    """The CA bundle the port's certificate contexts load: None when clients are not verified,
+    empty (trust nothing, so every client is refused) when the bundle cannot be loaded."""
+    if client_ca is None or client_ca.mode is ClientValidationMode.ALLOW_INSECURE_FALLBACK:
+        return None
+    try:
+        ssl.create_default_context(cadata=client_ca.ca_bundle_pem.decode("ascii"))
+    except (ssl.SSLError, ValueError) as exc:
+        fields = {
+            "port": client_ca.bind_port,
+            "sources": list(client_ca.sources),
+            "error": str(exc),
+        }
+        log.warning("client CA bundle unusable, every client refused", extra={"fields": fields})
+        return b""
+    return client_ca.ca_bundle_pem
+
+
+def build_store(
+    store: TlsStore, *, alpn: list[str] | None = ALPN, client_ca: ClientCaStore | None = None
+) -> SniStore:
+    """The port's certificates by name; `client_ca`: how its clients' certificates are checked
+    (None: they are not asked for)."""
+    trust = client_trust(client_ca)
     exact: dict[str, Selected] = {}
     wildcard: dict[str, Selected] = {}
     by_source: dict[str, Selected] = {}
     first: Selected | None = None
     for certificate in store.certificates:
         try:
-            selected = Selected(_load(certificate, alpn), certificate.server_names)
+            selected = Selected(_load(certificate, alpn, trust), certificate.server_names)
         except (ssl.SSLError, OSError, ValueError) as exc:
             # One unusable certificate must not take the port's others down with it.
             fields = {"source": certificate.source, "port": store.bind_port, "error": str(exc)}
@@ -109,19 +159,18 @@ def build_store(store: TlsStore, *, alpn: list[str] | None = ALPN) -> SniStore:
             else:
                 exact.setdefault(name.lower(), selected)
     default = by_source.get(store.default_source, first) if store.default_source else first
-    return SniStore(exact, wildcard, default)
+    return SniStore(exact, wildcard, default, verify=trust is not None)
 
 
-def front_context(lookup: Callable[[], SniStore | None]) -> ssl.SSLContext:
-    """The context a port's server is created with: it only dispatches on SNI.
-
-    `lookup` returns the port's store from the tables currently served: one attribute read and
-    one dict lookup, no locks, no I/O, inside the handshake.
-    """
+def front_context(store: SniStore | None) -> ssl.SSLContext:
+    """The context a handshake on the port starts with: it asks for a client certificate when
+    the store verifies clients, and only dispatches on SNI (one dict lookup inside the
+    handshake, no locks, no I/O). No store: every handshake is refused."""
     context = server_context()
+    if store is not None and store.verify:
+        context.verify_mode = ssl.CERT_REQUIRED
 
     def on_sni(sslobj: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> int | None:
-        store = lookup()
         selected = store.select(server_name) if store is not None else None
         if selected is None:
             return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME

@@ -9,6 +9,7 @@ __all__ = (
     "BackendProtocol",
     "BoundPort",
     "ClientCaStore",
+    "ClientValidationMode",
     "ControllerMessage",
     "Cors",
     "Endpoint",
@@ -88,6 +89,32 @@ class BackendProtocol(betterproto2.Enum):
             "BACKEND_PROTOCOL_H2C": 1,
             "BACKEND_PROTOCOL_WEBSOCKET": 2,
             "BACKEND_PROTOCOL_GRPC": 3,
+        }
+
+
+class ClientValidationMode(betterproto2.Enum):
+    ALLOW_VALID_ONLY = 0
+    """
+    A client without a certificate the bundle verifies fails the handshake.
+    """
+
+    ALLOW_INSECURE_FALLBACK = 1
+    """
+    Every client is admitted, with a certificate or without one (no certificate is asked for).
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "CLIENT_VALIDATION_MODE_ALLOW_VALID_ONLY",
+            1: "CLIENT_VALIDATION_MODE_ALLOW_INSECURE_FALLBACK",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "CLIENT_VALIDATION_MODE_ALLOW_VALID_ONLY": 0,
+            "CLIENT_VALIDATION_MODE_ALLOW_INSECURE_FALLBACK": 1,
         }
 
 
@@ -339,6 +366,10 @@ default_message_pool.register_message("coxswain.discovery.v1", "BoundPort", Boun
 
 @dataclass(eq=False, repr=False)
 class ClientCaStore(betterproto2.Message):
+    """
+    How an HTTPS port checks its clients' certificates (a Gateway's spec.tls.frontend).
+    """
+
     bind_port: "int" = betterproto2.field(1, betterproto2.TYPE_UINT32)
 
     ca_bundle_pem: "bytes" = betterproto2.field(2, betterproto2.TYPE_BYTES)
@@ -347,6 +378,10 @@ class ClientCaStore(betterproto2.Message):
     """
     sorted
     """
+
+    mode: "ClientValidationMode" = betterproto2.field(
+        4, betterproto2.TYPE_ENUM, default_factory=lambda: ClientValidationMode(0)
+    )
 
 
 default_message_pool.register_message("coxswain.discovery.v1", "ClientCaStore", ClientCaStore)
@@ -494,6 +529,14 @@ class GatewayListeners(betterproto2.Message):
     listeners: "list[Listener]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
     """
     ordered by (bind_port, protocol, name)
+    """
+
+    backend_client_certificate: "TlsCertificate | None" = betterproto2.field(
+        5, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    spec.tls.backend.clientCertificateRef: presented on every TLS connection the Gateway's
+    routes make to a backend (a BackendTLSPolicy's); unset: none. server_names is empty.
     """
 
 
@@ -1055,6 +1098,12 @@ class UpstreamTls(betterproto2.Message):
     system_roots: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
 
     subject_alt_names: "list[str]" = betterproto2.field(4, betterproto2.TYPE_STRING, repeated=True)
+    """
+    The names the backend's certificate must carry one of, instead of sni (a policy's
+    subjectAltNames): DNS names here (exact or "*.suffix"), URIs in subject_alt_uris.
+    """
+
+    subject_alt_uris: "list[str]" = betterproto2.field(5, betterproto2.TYPE_STRING, repeated=True)
 
 
 default_message_pool.register_message("coxswain.discovery.v1", "UpstreamTls", UpstreamTls)
