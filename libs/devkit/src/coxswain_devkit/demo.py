@@ -7,8 +7,10 @@ proxy, which bootstraps its SVID and streams its routing over mTLS exactly as in
 manifests declare three Gateways: `demo` and `staging` share a hostname and a port and are
 told apart by their addresses, and `dedicated` names CoxswainGatewayParameters, so the
 controller provisions its own proxy, which the node agent runs. The demo generates demo's TLS
-certificate, waits for every Gateway to be Programmed, then prints the kubeconfig and commands
-to try, each Gateway at its own address (`demo_text`). Ctrl-C stops everything.
+certificate, starts the operator UI (on 127.0.0.1:18090 plus the port offset, reading the
+controller's API with its own ServiceAccount token), waits for every Gateway to be Programmed,
+then prints the UI's URL, the kubeconfig and commands to try, each Gateway at its own address
+(`demo_text`). Ctrl-C stops everything.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from coxswain_devkit.stack import Launcher, Stack, StackPorts, tls_secret
 NAMESPACE = "demo"
 HOSTS = ("*.demo.example",)
 PROGRAMMED_TIMEOUT = 90.0
+UI_PORT = 18090
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,10 +96,11 @@ def run(offset: int, manifests: Path) -> int:
         )
         try:
             stack.start()
+            ui_url = stack.start_ui(port=UI_PORT + offset)
             served = _wait_served(stack, _gateways(documents))
             with stack.client() as client:
                 pods = demo_text.pods(client)
-            print(demo_text.ready(stack, served, pods, ca_file), flush=True)
+            print(demo_text.ready(stack, served, pods, ca_file, ui_url), flush=True)
             stop.wait()
         except ProcessError as err:
             print(f"demo: a service failed: {err}", file=sys.stderr)

@@ -31,6 +31,7 @@ WHAT = {
     "coxswain-identity": "the identity service",
     "coxswain-controller": "the controller",
     "coxswain-proxy": "the shared proxy",
+    "coxswain-ui": "the operator UI",
 }
 
 
@@ -149,9 +150,12 @@ def pods(client: Any) -> list[PodLine]:
 # ------------------------------------------------------------------ the text
 
 
-def ready(stack: Stack, gateways: list[Served], pod_lines: list[PodLine], ca_file: Path) -> str:
+def ready(
+    stack: Stack, gateways: list[Served], pod_lines: list[PodLine], ca_file: Path, ui_url: str = ""
+) -> str:
     by_name = {g.name: g for g in gateways}
-    parts = [_header(stack), _shared(by_name, ca_file), _dedicated(by_name.get("dedicated"))]
+    parts = [_header(stack), _ui(ui_url), _shared(by_name, ca_file)]
+    parts += [_dedicated(by_name.get("dedicated"))]
     parts += [_ingress(stack), _logs(pod_lines), _status(gateways)]
     return "\n".join(p for p in parts if p) + "\nPress Ctrl-C to stop every process.\n"
 
@@ -165,6 +169,17 @@ Point kubectl at it first (every kubectl command below assumes this):
   kubectl get gateways,httproutes,ingresses -A
   kubectl get pods,services -A -o wide
 """
+
+
+def _ui(url: str) -> str:
+    if not url:
+        return ""
+    return (
+        f"The operator UI: {url}\n"
+        "  fleet, Gateways, routes, problems, events, manifests, logs, and Explain: why a\n"
+        "  request goes where it goes. It reads the controller's API with the token of the\n"
+        "  ServiceAccount coxswain-system/coxswain-ui, and listens on 127.0.0.1 only.\n"
+    )
 
 
 def _where(gateway: Served) -> str:

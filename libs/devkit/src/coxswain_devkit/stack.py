@@ -5,9 +5,10 @@ the pods of Deployments of Coxswain images: the dedicated proxies the controller
 echo backends (their EndpointSlices written to point at them) → identity service (creates the
 CA, publishes the trust bundle) → controller (watches, publishes, provisions, serves discovery
 over mTLS) → shared proxy (a projected-style token and the trust bundle on disk, SVID bootstrap,
-then the discovery stream). The local demo, the end-to-end tests and the benchmarks start it,
-differing only in how each role is launched (`Launcher`): from source modules, or from built PEX
-files; the node agent launches dedicated proxies the same way.
+then the discovery stream) → the operator UI (`start_ui`: its own ServiceAccount token, reading
+the controller's API, which allows that account). The local demo, the end-to-end tests and the
+benchmarks start it, differing only in how each role is launched (`Launcher`): from source
+modules, or from built PEX files; the node agent launches dedicated proxies the same way.
 
 Everything but the dedicated proxies runs as a plain process on 127.0.0.1 (tests reach, kill
 and read them as processes); each is also registered as a Pod on the node `devkit-stack`
@@ -33,7 +34,7 @@ import yaml
 from coxswain_devkit import stack_objects as objects
 from coxswain_devkit.process_pods import ProcessNode, RecordedProcess
 from coxswain_devkit.processes import ProcessError, ServiceProcess
-from coxswain_devkit.stack_objects import PROXY_ACCOUNT, tls_secret
+from coxswain_devkit.stack_objects import PROXY_ACCOUNT, UI_ACCOUNT, UI_USER, tls_secret
 
 __all__ = ["EchoBackend", "Launcher", "Stack", "StackPorts", "free_port", "tls_secret"]
 
@@ -43,27 +44,26 @@ AUDIENCE = "coxswain-discovery"
 START_TIMEOUT = 90.0
 # The node agent stops its pods (each up to 10 s) before it exits itself.
 STOP_GRACE = {"node": 30.0}
+ROLES = ("devkit", "identity", "controller", "proxy", "ui")
 
 
 @dataclass(frozen=True)
 class Launcher:
-    """The argv prefix that runs each role: "devkit", "identity", "controller", "proxy"."""
+    """The argv prefix that runs each role: "devkit", "identity", "controller", "proxy", "ui"."""
 
     prefixes: Mapping[str, Sequence[str]]
 
     @classmethod
     def modules(cls) -> Launcher:
         """Run each role as `python -m coxswain_<role>` with this interpreter (the demo)."""
-        roles = ("devkit", "identity", "controller", "proxy")
-        return cls({r: (sys.executable, "-m", f"coxswain_{r}") for r in roles})
+        return cls({r: (sys.executable, "-m", f"coxswain_{r}") for r in ROLES})
 
     @classmethod
     def pex_files(cls, directory: Path) -> Launcher:
         """Run each role from its packaged PEX file (the end-to-end tests). The paths are made
         absolute: the node agent starts pods with them too."""
-        roles = ("devkit", "identity", "controller", "proxy")
         where = directory.resolve()
-        return cls({r: (sys.executable, str(where / f"coxswain-{r}.pex")) for r in roles})
+        return cls({r: (sys.executable, str(where / f"coxswain-{r}.pex")) for r in ROLES})
 
     def argv(self, role: str, *args: str) -> list[str]:
         return [*self.prefixes[role], *args]
@@ -207,10 +207,11 @@ class Stack:
             core: Any = kubernetes.client.CoreV1Api(client)
             # What a Helm install would have made: the system namespace and the proxy's account.
             objects.create_absent(core.create_namespace, {"metadata": {"name": PROXY_ACCOUNT[0]}})
-            objects.create_absent(
-                lambda body: core.create_namespaced_service_account(PROXY_ACCOUNT[0], body),
-                {"metadata": {"name": PROXY_ACCOUNT[1]}},
-            )
+            for account in (PROXY_ACCOUNT, UI_ACCOUNT):
+                objects.create_absent(
+                    lambda body, ns=account[0]: core.create_namespaced_service_account(ns, body),
+                    {"metadata": {"name": account[1]}},
+                )
             # The shared proxies' Service: the controller mirrors its endpoints next to each
             # Gateway's VIP Service. The proxies run as processes on 127.0.0.1, not as pods.
             objects.create_absent(
@@ -294,6 +295,8 @@ class Stack:
             "--ingress-http-port", str(self.ports.ingress_http),
             "--ingress-https-port", str(self.ports.ingress_https),
             *self._provisioning_flags(port),
+            # The emulator has no SubjectAccessReview: the UI's account is allowed by name.
+            "--api-authorization", "allowlist", "--api-allowed-users", UI_USER,
             listening="discovery listening", pod=_coxswain(name, "controller"),
         )  # fmt: skip
         if int(line["port"]) not in self.discovery_ports:
@@ -329,6 +332,24 @@ class Stack:
             listening="admin server listening", pod=_proxy_placement(name, scope),
         )  # fmt: skip
         return self.processes[name]
+
+    def start_ui(self, name: str = "ui", *, port: int = 0, controller: str = "controller") -> str:
+        """Start the operator UI on 127.0.0.1 reading `controller`'s API with the UI account's
+        token; returns the pages' URL."""
+        token = self._token(UI_ACCOUNT, audiences=(), path=self.workdir / "ui-token")
+        line = self._run(
+            "ui", name, "serve", "--address", "127.0.0.1", "--port", str(port),
+            "--admin-address", "127.0.0.1", "--admin-port", "0",
+            "--controller-url", f"http://127.0.0.1:{self.admin_port(controller)}",
+            "--controller-token-file", str(token), "--refresh-seconds", "2",
+            listening="ui listening", pod=_coxswain(name, "ui"),
+        )  # fmt: skip
+        return f"http://127.0.0.1:{line['port']}/"
+
+    def admin_port(self, name: str) -> int:
+        """The admin port a process the stack started announced."""
+        lines = self.processes[name].lines
+        return next(int(e["port"]) for e in lines if e.get("msg") == "admin server listening")
 
     def bind_ports(self, namespace: str, name: str) -> dict[str, int]:
         """The shared proxy's bind port per listener of a Gateway, as the controller's own
@@ -366,17 +387,25 @@ class Stack:
                 return reached
         return None
 
-    def _proxy_credentials(self) -> tuple[Path, Path]:
-        """The files a kubelet would mount: a projected token and the trust bundle."""
+    def _token(self, account: tuple[str, str], *, audiences: Sequence[str], path: Path) -> Path:
+        """A ServiceAccount token written to `path`, as a kubelet would mount one (no
+        audiences: the API server's own, which the controller's TokenReview asks for)."""
+        spec: dict[str, Any] = {"expirationSeconds": 86400}
+        if audiences:
+            spec["audiences"] = list(audiences)
         with self.client() as client:
             core: Any = kubernetes.client.CoreV1Api(client)
-            request = {"spec": {"audiences": [AUDIENCE], "expirationSeconds": 86400}}
             answer = core.create_namespaced_service_account_token(
-                PROXY_ACCOUNT[1], PROXY_ACCOUNT[0], request
+                account[1], account[0], {"spec": spec}
             )
-            bundle = objects.wait_for_bundle(core, START_TIMEOUT)
-        token_path = self.workdir / "token"
-        token_path.write_text(answer.status.token)
+        path.write_text(answer.status.token)
+        return path
+
+    def _proxy_credentials(self) -> tuple[Path, Path]:
+        """The files a kubelet would mount: a projected token and the trust bundle."""
+        token_path = self._token(PROXY_ACCOUNT, audiences=[AUDIENCE], path=self.workdir / "token")
+        with self.client() as client:
+            bundle = objects.wait_for_bundle(kubernetes.client.CoreV1Api(client), START_TIMEOUT)
         bundle_path = self.workdir / "ca.crt"
         bundle_path.write_text(bundle)
         return token_path, bundle_path

@@ -21,6 +21,8 @@ from coxswain_devkit.processes import ProcessError
 __all__ = [
     "PROXY_ACCOUNT",
     "TRUST_CONFIGMAP",
+    "UI_ACCOUNT",
+    "UI_USER",
     "create_absent",
     "echo_slice",
     "lb_reach",
@@ -32,6 +34,9 @@ __all__ = [
 
 TRUST_CONFIGMAP = ("coxswain-system", "coxswain-discovery-trust")
 PROXY_ACCOUNT = ("coxswain-system", "coxswain-proxy")
+# The UI's own identity: the controller's operator API allows it (`--api-allowed-users`).
+UI_ACCOUNT = ("coxswain-system", "coxswain-ui")
+UI_USER = f"system:serviceaccount:{UI_ACCOUNT[0]}:{UI_ACCOUNT[1]}"
 
 
 def lb_reach(service: dict[str, Any], port: int) -> tuple[str, int] | None:
