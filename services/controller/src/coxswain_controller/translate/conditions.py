@@ -14,6 +14,8 @@ class ConditionType(StrEnum):
     CONFLICTED = "Conflicted"
     # Negative polarity: written only while True, withdrawn otherwise (status.merge).
     OVERLAPPING_TLS_CONFIG = "OverlappingTLSConfig"
+    # A Gateway's: True while some frontend validation is AllowInsecureFallback, else withdrawn.
+    INSECURE_FRONTEND_VALIDATION_MODE = "InsecureFrontendValidationMode"
 
 
 class Reason(StrEnum):
@@ -42,3 +44,12 @@ class Reason(StrEnum):
     ADDRESS_NOT_ASSIGNED = "AddressNotAssigned"
     ADDRESS_NOT_USABLE = "AddressNotUsable"
     OVERLAPPING_HOSTNAMES = "OverlappingHostnames"
+    # Client certificates (a Gateway's spec.tls) and CA bundles (listeners, BackendTLSPolicy).
+    NO_VALID_CA_CERTIFICATE = "NoValidCACertificate"
+    INVALID_CA_CERTIFICATE_REF = "InvalidCACertificateRef"
+    INVALID_CA_CERTIFICATE_KIND = "InvalidCACertificateKind"
+    INVALID_CLIENT_CERTIFICATE_REF = "InvalidClientCertificateRef"
+    LISTENERS_NOT_RESOLVED = "ListenersNotResolved"
+    CONFIGURATION_CHANGED = "ConfigurationChanged"
+    # Policies (GEP-713): one that another outranks on each of its targets.
+    CONFLICTED = "Conflicted"
