@@ -7,9 +7,11 @@ controller calls them to check a rule can be served. Plain values in and out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from coxswain_routing._model import HeaderModifier, PathModifier, PathModifierType, RequestRedirect
 from coxswain_routing._paths import strip_trailing_slash
@@ -94,16 +96,55 @@ def rewrite_path(path: str, modifier: PathModifier, matched_prefix: str) -> str:
     so with a PathPrefix of /api and a replacement of /v2, /api becomes /v2, /api/ becomes /v2/
     and /api/orders becomes /v2/orders; an empty replacement is /."
     `matched_prefix` is the PathPrefix the request matched; the matcher guarantees it covers
-    `path` on a segment boundary.
+    `path` on a segment boundary. For a ReplaceRegexMatch it is the RegularExpression the
+    request matched, whose groups the template takes (`_regex_rewrite`).
     """
     if modifier.type is PathModifierType.REPLACE_FULL_PATH:
         return modifier.value or "/"
+    if modifier.type is PathModifierType.REPLACE_REGEX_MATCH:
+        return _regex_rewrite(path, modifier.value, matched_prefix)
     prefix = strip_trailing_slash(matched_prefix)
     rest = path[len(prefix) :] if prefix != "/" else path
     if not rest:
         return modifier.value or "/"
     replacement = modifier.value.rstrip("/")
     return replacement + rest if rest.startswith("/") else f"{replacement}/{rest}"
+
+
+# nginx's numbered captures, as ingress-nginx's rewrite-target writes them: $1 to $9.
+_GROUP_REFERENCE = re.compile(r"\$([1-9])")
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+@lru_cache(maxsize=1024)
+def _template(value: str) -> tuple[str | int, ...]:
+    """A rewrite template split once into literal text and group numbers."""
+    parts: list[str | int] = []
+    at = 0
+    for found in _GROUP_REFERENCE.finditer(value):
+        parts += [value[at : found.start()], int(found.group(1))]
+        at = found.end()
+    parts.append(value[at:])
+    return tuple(p for p in parts if p != "")
+
+
+def _regex_rewrite(path: str, template: str, pattern: str) -> str:
+    """The path a ReplaceRegexMatch makes: the whole path replaced by the template, each $N
+    the text group N of `pattern` matched (nginx's `rewrite`: a group that took no part, or
+    that the pattern does not have, is empty). The matcher chose the rule by this pattern, so
+    it matches; were it not to, the path is left as it is."""
+    found = _compiled(pattern).fullmatch(path)
+    if found is None:
+        return path
+    groups = found.re.groups
+    return "".join(
+        part if isinstance(part, str) else (found.group(part) or "") if part <= groups else ""
+        for part in _template(template)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,6 +246,9 @@ class ResponseHeaderModifier(HeaderModifier):
 class PathModifierType(StrEnum):
     REPLACE_FULL_PATH = "ReplaceFullPath"
     REPLACE_PREFIX_MATCH = "ReplacePrefixMatch"
+    # Coxswain's own, for ingress-nginx's rewrite-target: the value is a template whose $1..$9
+    # are the groups of the rule's RegularExpression path match (a URLRewrite's only).
+    REPLACE_REGEX_MATCH = "ReplaceRegexMatch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +266,7 @@ class PathModifier:
 _PATH_FIELD = {
     PathModifierType.REPLACE_FULL_PATH: "replaceFullPath",
     PathModifierType.REPLACE_PREFIX_MATCH: "replacePrefixMatch",
+    PathModifierType.REPLACE_REGEX_MATCH: "replaceRegexMatch",
 }
 
 
@@ -479,6 +483,7 @@ class Rule:
         for at, flt in self._filters():
             problems += flt.validate(at)
         problems += _timeout_problems(self.timeouts)
+        problems += self._regex_rewrite_problems()
         if not 0 <= self.retry.attempts <= 10:
             problems.append(Problem("retry.attempts", "must be between 0 and 10"))
         return problems
@@ -486,6 +491,23 @@ class Rule:
     def value_problems(self) -> list[Problem]:
         """What `from_wire` refuses: values that would break an HTTP head if written."""
         return [p for at, flt in self._filters() for p in flt.value_problems(at)]
+
+    def _regex_rewrite_problems(self) -> list[Problem]:
+        """A ReplaceRegexMatch takes its groups from the rule's path pattern: only a URLRewrite
+        carries one, and only on a rule whose every match is a RegularExpression path."""
+        problems = []
+        regex_paths = all(m.path.type is PathType.REGULAR_EXPRESSION for m in self.matches)
+        for at, flt in self._filters():
+            path = getattr(flt, "path", None)
+            if path is None or path.type is not PathModifierType.REPLACE_REGEX_MATCH:
+                continue
+            if not isinstance(flt, URLRewrite):
+                problems.append(Problem(f"{at}.path", "ReplaceRegexMatch is a URLRewrite's only"))
+            elif not regex_paths:
+                problems.append(
+                    Problem(f"{at}.path", "ReplaceRegexMatch needs RegularExpression path matches")
+                )
+        return problems
 
     def _filters(self) -> Iterator[tuple[str, Filter]]:
         """Every filter with the path naming it: the rule's, then each backendRef's."""

@@ -83,6 +83,7 @@ _VALUE_TYPE = {
 _MODIFIER = {
     m.PathModifierType.REPLACE_FULL_PATH: pb.PathModifierType.REPLACE_FULL_PATH,
     m.PathModifierType.REPLACE_PREFIX_MATCH: pb.PathModifierType.REPLACE_PREFIX_MATCH,
+    m.PathModifierType.REPLACE_REGEX_MATCH: pb.PathModifierType.REPLACE_REGEX_MATCH,
 }
 _BACKEND_PROTOCOL = {
     m.BackendProtocol.HTTP1: pb.BackendProtocol.HTTP1,

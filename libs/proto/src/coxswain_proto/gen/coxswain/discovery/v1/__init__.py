@@ -164,11 +164,18 @@ class PathModifierType(betterproto2.Enum):
 
     REPLACE_PREFIX_MATCH = 1
 
+    REPLACE_REGEX_MATCH = 2
+    """
+    Coxswain's own (ingress-nginx rewrite-target): the value is a template whose $1..$9 are
+    the groups of the rule's RegularExpression path match.
+    """
+
     @classmethod
     def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
         return {
             0: "PATH_MODIFIER_TYPE_REPLACE_FULL_PATH",
             1: "PATH_MODIFIER_TYPE_REPLACE_PREFIX_MATCH",
+            2: "PATH_MODIFIER_TYPE_REPLACE_REGEX_MATCH",
         }
 
     @classmethod
@@ -176,6 +183,7 @@ class PathModifierType(betterproto2.Enum):
         return {
             "PATH_MODIFIER_TYPE_REPLACE_FULL_PATH": 0,
             "PATH_MODIFIER_TYPE_REPLACE_PREFIX_MATCH": 1,
+            "PATH_MODIFIER_TYPE_REPLACE_REGEX_MATCH": 2,
         }
 
 
