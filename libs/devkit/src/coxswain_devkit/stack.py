@@ -336,7 +336,9 @@ class Stack:
     def start_ui(self, name: str = "ui", *, port: int = 0, controller: str = "controller") -> str:
         """Start the operator UI on 127.0.0.1 reading `controller`'s API with the UI account's
         token; returns the pages' URL."""
-        token = self._token(UI_ACCOUNT, audiences=(), path=self.workdir / "ui-token")
+        token = self.workdir / "ui-token"
+        with self.client() as client:
+            objects.write_token(client, UI_ACCOUNT, audiences=(), path=token)
         line = self._run(
             "ui", name, "serve", "--address", "127.0.0.1", "--port", str(port),
             "--admin-address", "127.0.0.1", "--admin-port", "0",
@@ -387,24 +389,11 @@ class Stack:
                 return reached
         return None
 
-    def _token(self, account: tuple[str, str], *, audiences: Sequence[str], path: Path) -> Path:
-        """A ServiceAccount token written to `path`, as a kubelet would mount one (no
-        audiences: the API server's own, which the controller's TokenReview asks for)."""
-        spec: dict[str, Any] = {"expirationSeconds": 86400}
-        if audiences:
-            spec["audiences"] = list(audiences)
-        with self.client() as client:
-            core: Any = kubernetes.client.CoreV1Api(client)
-            answer = core.create_namespaced_service_account_token(
-                account[1], account[0], {"spec": spec}
-            )
-        path.write_text(answer.status.token)
-        return path
-
     def _proxy_credentials(self) -> tuple[Path, Path]:
         """The files a kubelet would mount: a projected token and the trust bundle."""
-        token_path = self._token(PROXY_ACCOUNT, audiences=[AUDIENCE], path=self.workdir / "token")
+        token_path = self.workdir / "token"
         with self.client() as client:
+            objects.write_token(client, PROXY_ACCOUNT, audiences=[AUDIENCE], path=token_path)
             bundle = objects.wait_for_bundle(kubernetes.client.CoreV1Api(client), START_TIMEOUT)
         bundle_path = self.workdir / "ca.crt"
         bundle_path.write_text(bundle)

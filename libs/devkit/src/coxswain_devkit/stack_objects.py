@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -30,6 +31,7 @@ __all__ = [
     "shared_proxy_slice",
     "tls_secret",
     "wait_for_bundle",
+    "write_token",
 ]
 
 TRUST_CONFIGMAP = ("coxswain-system", "coxswain-discovery-trust")
@@ -60,6 +62,19 @@ def create_absent(create: Any, body: dict[str, Any]) -> None:
     except kubernetes.client.exceptions.ApiException as err:
         if err.status != 409:
             raise
+
+
+def write_token(
+    client: Any, account: tuple[str, str], *, audiences: Sequence[str], path: Path
+) -> None:
+    """A ServiceAccount token written to `path`, as a kubelet would mount one (no audiences:
+    the API server's own, which the controller's TokenReview asks for)."""
+    spec: dict[str, Any] = {"expirationSeconds": 86400}
+    if audiences:
+        spec["audiences"] = list(audiences)
+    core: Any = kubernetes.client.CoreV1Api(client)
+    answer = core.create_namespaced_service_account_token(account[1], account[0], {"spec": spec})
+    path.write_text(answer.status.token)
 
 
 def wait_for_bundle(core: Any, timeout: float) -> str:
