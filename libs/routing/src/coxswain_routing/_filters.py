@@ -111,8 +111,9 @@ def rewrite_path(path: str, modifier: PathModifier, matched_prefix: str) -> str:
     return replacement + rest if rest.startswith("/") else f"{replacement}/{rest}"
 
 
-# nginx's numbered captures, as ingress-nginx's rewrite-target writes them: $1 to $9.
-_GROUP_REFERENCE = re.compile(r"\$([1-9])")
+# nginx's numbered captures, as ingress-nginx's rewrite-target writes them ($1 to $9), and
+# ${N} for any group (the controller renumbers groups when it combines path patterns).
+_GROUP_REFERENCE = re.compile(r"\$(?:([1-9])|\{([1-9][0-9]*)\})")
 
 
 @lru_cache(maxsize=1024)
@@ -126,7 +127,7 @@ def _template(value: str) -> tuple[str | int, ...]:
     parts: list[str | int] = []
     at = 0
     for found in _GROUP_REFERENCE.finditer(value):
-        parts += [value[at : found.start()], int(found.group(1))]
+        parts += [value[at : found.start()], int(found.group(1) or found.group(2))]
         at = found.end()
     parts.append(value[at:])
     return tuple(p for p in parts if p != "")
