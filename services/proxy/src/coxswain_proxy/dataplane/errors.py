@@ -49,20 +49,26 @@ class VersionNotSupported(DataplaneError):
 
 
 class BadGateway(DataplaneError):
-    """The upstream broke the protocol, reset the connection, or sent oversized headers."""
+    """The upstream broke the protocol (a malformed response, oversized headers)."""
 
     status = 502
 
 
-class UpstreamClosed(BadGateway):
-    """The upstream closed its connection cleanly: the end of a body delimited by the close
-    (RFC 9112 §6.3 (8)); before or inside any other message, a 502 like any `BadGateway`."""
-
-
 class UpstreamUnavailable(DataplaneError):
-    """No ready endpoint, or none could be connected to."""
+    """No ready endpoint, or none could be connected to (refused, timed out, TLS failed)."""
 
     status = 503
+
+
+class ConnectionLost(UpstreamUnavailable):
+    """The upstream connection closed or was reset, or its HTTP/2 stream reset, before the
+    response ended: a connection failure like a failed connect (retried alike, and a 503 when
+    no response has started; docs/routing.md, "Retries and timeouts")."""
+
+
+class UpstreamClosed(ConnectionLost):
+    """The upstream closed its connection cleanly: the end of a body delimited by the close
+    (RFC 9112 §6.3 (8)); before or inside any other message, a `ConnectionLost`."""
 
 
 class GatewayTimeout(DataplaneError):

@@ -41,17 +41,19 @@ NAMES = (
 TRANSITIONS: dict[int, frozenset[int]] = {
     # Its turn: routed and sent on, or answered here (404, redirect, CORS preflight, 400 ...).
     WAITING: frozenset({CONNECTING, ANSWERED, CLOSED}),
-    # The pool hands a connection over, or the connect fails: retried at once, after a backoff,
-    # or answered 503; the request's time runs out: 504.
+    # The pool hands a connection over, or the connect fails or the attempt's time
+    # (backendRequest) runs out: retried at once, after a backoff, or answered 503 or 504; the
+    # request's time runs out: 504.
     CONNECTING: frozenset({SENT, CONNECTING, BACKOFF, ANSWERED, CLOSED}),
     # The backoff ends: the next attempt, or 503 when no origin is left; or 504.
     BACKOFF: frozenset({CONNECTING, ANSWERED, CLOSED}),
-    # The head comes (passed on, or a retry code to discard); the connection breaks before it:
-    # retried, or 502/503; or 504.
+    # The head comes (passed on, or a retry code to discard); the connection is lost before it,
+    # the head is broken, or the attempt's time runs out: retried, or 503, 502 or 504; or 504.
     SENT: frozenset({RESPONDING, DISCARDING, CONNECTING, BACKOFF, ANSWERED, CLOSED}),
-    # The discarded response ends, or breaks: the retry; or 504.
+    # The discarded response ends, or breaks, or the attempt's time runs out: the retry; or 504.
     DISCARDING: frozenset({CONNECTING, BACKOFF, ANSWERED, CLOSED}),
-    # The body ends; a 101 becomes a tunnel; a break or a timeout closes the client connection.
+    # The body ends; a 101 becomes a tunnel; a break or a timeout (the attempt's, which bounds
+    # the whole response, or the request's) closes the client connection.
     RESPONDING: frozenset({ANSWERED, TUNNEL, CLOSED}),
     # Once the request has been read whole (at once, when it was already).
     ANSWERED: frozenset({DONE, CLOSED}),

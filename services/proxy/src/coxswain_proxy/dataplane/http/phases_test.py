@@ -4,8 +4,9 @@ Each test sends real requests through a data plane on loopback (real sockets, th
 backend or a purpose-built one) whose request cycles record each phase they enter: the cycle is
 the production class with one thing added, a `phase` that also writes itself down, so nothing
 it does changes. The test asserts on the path its request took, which is the table's design
-made concrete: forwarded, answered here, retried at once, after a backoff or on a status, timed
-out, broken off, tunneled, abandoned. Leaves out what each answer holds (http11_test and the
+made concrete: forwarded, answered here, retried at once, after a backoff or on a status, an
+attempt timed out and retried (at once or after a backoff), timed out, broken off, tunneled,
+abandoned. Leaves out what each answer holds (http11_test and the
 RFC tests check the bytes).
 """
 
@@ -175,6 +176,44 @@ async def test_a_status_retried_on() -> None:
     assert path == [
         WAITING, CONNECTING, SENT, DISCARDING, CONNECTING, SENT, RESPONDING, ANSWERED, DONE,
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("backoff_ms", "expected"),
+    [
+        pytest.param(
+            0,
+            [WAITING, CONNECTING, SENT, CONNECTING, SENT, RESPONDING, ANSWERED, DONE],
+            id="at-once",
+        ),
+        pytest.param(
+            10,
+            [WAITING, CONNECTING, SENT, BACKOFF, CONNECTING, SENT, RESPONDING, ANSWERED, DONE],
+            id="after-a-backoff",
+        ),
+    ],
+)
+async def test_an_attempt_that_timed_out_retried(backoff_ms: int, expected: list[int]) -> None:
+    calls = 0
+
+    async def first_silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal calls
+        while await _read_head(reader):
+            calls += 1
+            if calls == 1:
+                await reader.read()  # never answered: the attempt's time runs out
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+
+    retry = Retry(attempts=1, backoff_ms=backoff_ms)
+    async with _backend(first_silent) as port:
+        resources = _to("raw", port, retry=retry, timeouts=Timeouts(backend_request_ms=200))
+        async with t.running(resources) as plane:
+            assert (await t.get(t.actual(plane))).status == 200
+    (path,) = taken()
+    assert_lawful(path)
+    assert path == expected
 
 
 async def test_a_backend_that_never_answers() -> None:

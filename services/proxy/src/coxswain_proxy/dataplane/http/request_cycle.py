@@ -32,7 +32,7 @@ import asyncio
 
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.contracts import Downstream, Upstream
-from coxswain_proxy.dataplane.http import flow, heads, responses
+from coxswain_proxy.dataplane.http import flow, heads, responses, retries
 from coxswain_proxy.dataplane.http.heads import (
     CHUNKED_CLOSE_END,
     CHUNKED_END,
@@ -53,14 +53,13 @@ from coxswain_proxy.dataplane.http.phases import (
     TUNNEL,
     WAITING,
 )
+from coxswain_proxy.dataplane.http.retries import IDEMPOTENT as IDEMPOTENT  # for `dispatch`
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.stats import NO_ROUTE
 from coxswain_proxy.dataplane.tables import BackendPlan, RulePlan, apply_plan
 from coxswain_proxy.dataplane.upstream import mirror
 from coxswain_proxy.dataplane.upstream.picker import EndpointPicker, Origin
 
-# RFC 9110 §9.2.2: methods whose repetition has the same effect: the only ones retried.
-IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"PUT", b"DELETE", b"TRACE"})
 NO_BODY_STATUS = frozenset({204, 304})
 HEAD = b"HEAD"
 
@@ -127,6 +126,7 @@ class RequestCycle:
     # ------------------------------------------------------------------ attempts
 
     def attempt(self, origin: Origin | None) -> None:
+        self.attempt_timer = None  # after a backoff: the timer that called this
         if origin is None:
             self.local(503, "no ready endpoints")
             return
@@ -138,7 +138,7 @@ class RequestCycle:
         plan = self.plan
         assert plan is not None
         if plan.attempt_timeout:
-            self.attempt_timer = rt.loop.call_later(plan.attempt_timeout, self._timed_out)
+            self.attempt_timer = rt.loop.call_later(plan.attempt_timeout, self._attempt_timed_out)
         connection = rt.connector.acquire(origin, self, now)
         if connection is not None:
             self.connected(connection)
@@ -177,54 +177,73 @@ class RequestCycle:
         if self.phase < DONE:
             self._attempt_failed(exc)
 
+    def _attempt_timed_out(self) -> None:
+        # Gateway API, HTTPRouteRetry.backoff: "any retry attempts which reach the configured
+        # BackendRequest timeout duration without a response SHOULD be canceled if possible and
+        # the Gateway should wait for at least the specified backoff duration before
+        # attempting to retry": a failed attempt like a lost connection, and 504 as the last.
+        self.attempt_timer = None
+        if self.phase < DONE:
+            self._attempt_failed(errors.GatewayTimeout("upstream timed out (backendRequest)"))
+
     def _attempt_failed(self, exc: errors.DataplaneError) -> None:
-        self._cancel(attempt_only=True)
+        """The attempt is over: another follows if the retry policy allows, else `exc` answers
+        (`errors`: 503 for a connection failure, 504 for a timeout, 502 for a broken response)."""
+        self._end_attempt()
         if self.phase < RESPONDING and self._may_retry():
             self._retry()
             return
         self._fail(exc.status, str(exc))
 
     def _may_retry(self) -> bool:
-        # Spec 003 "Timeouts and retry": "retry repeats an idempotent request after a
-        # connection failure and after a response whose status is in codes, attempts times".
         plan = self.plan
-        return (
-            plan is not None
-            and self.attempts <= plan.retries
-            and self.method in IDEMPOTENT
-            and self.replay is not None
-        )
+        return plan is not None and retries.may_retry(plan, self.method, self.attempts, self.replay)
 
     def _retry(self) -> None:
-        assert self.plan is not None and self.picker is not None and self.origin is not None
-        self._drop_upstream()
-        assert self.replay is not None
-        self.body = [self._frame(c) for c in self.replay]
-        if self.request_done and self.chunked:
-            self.body.append(responses.LAST_CHUNK)
+        plan, picker, origin, replay = self.plan, self.picker, self.origin, self.replay
+        assert plan is not None and picker is not None and origin is not None
+        assert replay is not None
+        self._end_attempt()
+        self.body = retries.replayed(replay, chunked=self.chunked, complete=self.request_done)
         self.pending = 0
-        origin = self.picker.others(self.origin)
-        backoff = self.plan.backoff
-        if backoff:
+        following = picker.others(origin)
+        if plan.backoff:
+            # Gateway API: "unsuccessful backend requests are not retried before the
+            # configured minimum duration"; timeouts.request runs on meanwhile.
             self.phase = BACKOFF
-            self.attempt_timer = self.rt.loop.call_later(backoff, self.attempt, origin)
+            self.attempt_timer = self.rt.loop.call_later(plan.backoff, self.attempt, following)
         else:
-            self.attempt(origin)
+            self.attempt(following)
+
+    def _end_attempt(self) -> None:
+        """Let go of the attempt: its timer, its place in the pool's queue, or the connection
+        bound (closed, without hearing from it again)."""
+        if self.attempt_timer is not None:
+            self.attempt_timer.cancel()
+            self.attempt_timer = None
+        upstream = self.upstream
+        if upstream is not None:
+            upstream.cycle = None
+            upstream.close()
+            self.upstream = None
+        elif self.phase == CONNECTING and self.origin is not None:
+            self.rt.connector.cancel(self.origin, self)
 
     def arm_request_timer(self, seconds: float) -> None:
-        self.request_timer = self.rt.loop.call_later(seconds, self._timed_out)
+        self.request_timer = self.rt.loop.call_later(seconds, self._request_timed_out)
 
-    def _timed_out(self) -> None:
-        # Spec 003: "A request that runs out of either with no attempt answered is answered 504."
-        if self.phase >= DONE:
-            return
-        if self.upstream is None and self.origin is not None:
-            self.rt.connector.cancel(self.origin, self)
-        self._fail(504, "upstream request timeout")
+    def _request_timed_out(self) -> None:
+        # Spec 003: "A request that runs out of either with no attempt answered is answered
+        # 504"; the Gateway API: attempts "still in progress when the Request timeout duration
+        # has been reached ... SHOULD be canceled if possible and the Gateway MUST immediately
+        # return a timeout error" (a backoff running included).
+        self.request_timer = None
+        if self.phase < DONE:
+            self._fail(504, "upstream request timeout")
 
     def _fail(self, status: int, reason: str) -> None:
+        self._end_attempt()
         self._cancel()
-        self._drop_upstream()
         if self.phase >= RESPONDING:
             # Part of a response is out: the client learns of the failure by the connection
             # closing before the message ends.
@@ -235,19 +254,11 @@ class RequestCycle:
             return
         self.local(status, reason)
 
-    def _drop_upstream(self) -> None:
-        """Close the connection bound, without hearing from it again."""
-        upstream = self.upstream
-        if upstream is not None:
-            upstream.cycle = None
-            upstream.close()
-            self.upstream = None
-
-    def _cancel(self, *, attempt_only: bool = False) -> None:
+    def _cancel(self) -> None:
         if self.attempt_timer is not None:
             self.attempt_timer.cancel()
             self.attempt_timer = None
-        if not attempt_only and self.request_timer is not None:
+        if self.request_timer is not None:
             self.request_timer.cancel()
             self.request_timer = None
 
@@ -266,12 +277,13 @@ class RequestCycle:
         rt.stats.upstream_latency(rt.loop.time() - self.started_at)
         plan, bplan = self.plan, self.bplan
         assert plan is not None and bplan is not None
+        self.status = status
         if plan.retries and status in plan.retry_codes and self._may_retry():
             self.phase = DISCARDING
             return
-        if self.attempt_timer is not None:
-            self._cancel(attempt_only=True)
-        self.status = status
+        # The attempt's timer runs on: timeouts.backendRequest "covers the time from when the
+        # request first starts being sent from the gateway to when the full response has been
+        # received from the backend" (Gateway API, HTTPRouteTimeouts).
         self.phase = RESPONDING
         out = self.out
         mark = len(out) + 1  # where the fields start, after the status line
@@ -320,7 +332,10 @@ class RequestCycle:
                 upstream.cycle = None
                 upstream.close()
         if self.phase == DISCARDING:
-            self._retry()
+            if self._may_retry():
+                self._retry()
+            else:  # the body outgrew what is kept to send again while this response came
+                self.local(self.status, "retried status; the request body is too long to resend")
             return
         if self.rechunk:
             self.out.append(responses.LAST_CHUNK)
@@ -418,11 +433,6 @@ class RequestCycle:
         if self.pending > flow.HIGH_WATER:
             self.conn.gate.pause(flow.BODY_WAIT)
 
-    def _frame(self, chunk: bytes) -> bytes:
-        if self.chunked:
-            return b"%x\r\n%b\r\n" % (len(chunk), chunk)
-        return chunk
-
     def request_complete(self) -> None:
         self.request_done = True
         if self.chunked:
@@ -473,9 +483,6 @@ class RequestCycle:
         """The client went away: stop everything this request holds."""
         if self.phase >= DONE:
             return
+        self._end_attempt()
         self._cancel()
         self.phase = CLOSED
-        if self.upstream is not None:
-            self._drop_upstream()
-        elif self.origin is not None:
-            self.rt.connector.cancel(self.origin, self)

@@ -8,6 +8,12 @@ answers call for: opening connections (an `h2c.H2cConnection` for an origin mark
 `connection.UpstreamConnection`), closing the ones it evicts, handing a released connection to
 the next waiter. Nothing is awaited between acquiring a connection and registering it
 (conventions, item 5).
+
+A waiter that gives up (`cancel`: its attempt ran out of `timeouts.backendRequest`, its request
+out of time, its client left) while a connection is being opened for it is never told how that
+ended: the connection goes to the pool (the next waiter, or idle) instead. A request cycle is
+the waiter of each of its attempts, so an outcome meant for an abandoned attempt must not reach
+the next one.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ class PooledConnector:
         self.outbox = outbox  # the worker's: upstream connections write through it
         self.pool: Pool[Upstream, Waiter] = Pool(config.pool)
         self._loop = asyncio.get_running_loop()
-        self._opening: set[asyncio.Task[None]] = set()
+        # Connections being opened, each with the waiter it is for (None: it gave up).
+        self._opening: dict[asyncio.Task[None], Waiter | None] = {}
 
     def acquire(self, origin: Origin, waiter: Waiter, now: float | None = None) -> Upstream | None:
         """A connection now, or None: `waiter` hears back through `connected`/`connect_failed`.
@@ -53,6 +60,10 @@ class PooledConnector:
 
     def cancel(self, origin: Origin, waiter: Waiter) -> None:
         self.pool.cancel(origin, waiter)
+        opening = self._opening
+        for task, wanted in opening.items():
+            if wanted is waiter:
+                opening[task] = None
 
     def release(self, connection: Upstream) -> None:
         connection.cycle = None
@@ -72,11 +83,19 @@ class PooledConnector:
             self._open(connection.origin, waiter)
 
     def _open(self, origin: Origin, waiter: Waiter) -> None:
-        task = self._loop.create_task(self._connect(origin, waiter))
-        self._opening.add(task)
-        task.add_done_callback(self._opening.discard)
+        task = self._loop.create_task(self._connect(origin))
+        self._opening[task] = waiter
+        task.add_done_callback(self._opened)
 
-    async def _connect(self, origin: Origin, waiter: Waiter) -> None:
+    def _opened(self, task: asyncio.Task[None]) -> None:
+        self._opening.pop(task, None)
+
+    def _waiter(self) -> Waiter | None:
+        """The waiter the connection this task opened is for, if it still wants one."""
+        task = asyncio.current_task()
+        return self._opening.pop(task, None) if task is not None else None
+
+    async def _connect(self, origin: Origin) -> None:
         limit = self.config.max_upstream_header_bytes
         connection: UpstreamShell
         if is_h2c(origin):
@@ -92,7 +111,14 @@ class PooledConnector:
             replacement = self.pool.discard(origin)
             if replacement is not None:
                 self._open(origin, replacement)
-            waiter.connect_failed(exc)
+            waiter = self._waiter()
+            if waiter is not None:
+                waiter.connect_failed(exc)
+            return
+        waiter = self._waiter()
+        if waiter is None:
+            if not connection.closed:  # (closed: the pool forgot it already)
+                self.release(connection)  # its waiter gave up: another may use it
             return
         waiter.connected(connection)
 

@@ -50,7 +50,8 @@ class H2cConnection(UpstreamShell):
     )  # fmt: skip
 
     # A clean close is never the end of a response: a stream ends with END_STREAM, so the
-    # shell's default (502) stands. Its `tunnel` stays None: an h2c stream is not tunneled.
+    # shell's default (a lost connection) stands. Its `tunnel` stays None: an h2c stream is
+    # not tunneled.
 
     def __init__(self, connector: Connector, origin: Origin, limit: int) -> None:
         super().__init__(connector, origin, limit)
@@ -229,7 +230,9 @@ class H2cConnection(UpstreamShell):
             cycle.response_complete(not self.goaway and stream < _LAST_STREAM)
         elif isinstance(event, h2.events.StreamReset):
             self.stream = 0
-            self._fail(errors.BadGateway(f"upstream reset the stream (code {event.error_code})"))
+            # A reset stream is a reset connection to the request on it: a connection failure.
+            code = event.error_code
+            self._fail(errors.ConnectionLost(f"upstream reset the stream (code {code})"))
 
     def _head(self, cycle: UpstreamCallbacks, raw: list[tuple[bytes, bytes]] | None) -> None:
         status = 0

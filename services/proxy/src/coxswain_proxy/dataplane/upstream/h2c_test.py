@@ -4,8 +4,10 @@ Covers: the devkit echo's h2c port answers a request the proxy turned into an HT
 (method, path, query, `:authority` from the Host, hop-by-hop fields gone); request bodies with a
 Content-Length or chunked, larger than HTTP/2's initial flow-control window, arrive whole, and a
 large response streams back; sequential requests share one connection as successive streams; a
-stream the backend resets answers 502; a backend that announces GOAWAY gets its next request on
-a fresh connection. The backends beyond the devkit echo are small h2 servers made in the test.
+stream the backend resets is a connection failure: 503, and retried under a retry stanza (to a
+good answer, or to 503 once the attempts are used up); a backend that announces GOAWAY gets its
+next request on a fresh connection. The backends beyond the devkit echo are small h2 servers
+made in the test.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 from coxswain_devkit.echo import EchoServer
 from coxswain_proxy.dataplane.testing import (
     HTTP_LISTENER,
+    NO_RETRY,
     actual,
     client,
     endpoints,
@@ -32,15 +35,16 @@ from coxswain_proxy.dataplane.testing import (
     rule,
     running,
 )
-from coxswain_routing import Backend, BackendProtocol, Resource
+from coxswain_routing import Backend, BackendProtocol, Resource, Retry
 
 
 def _h2c(name: str) -> Backend:
     return Backend(endpoints=f"endpoints/default/{name}/80", protocol=BackendProtocol.H2C)
 
 
-def _snapshot(port: int) -> list[Resource]:
-    return [HTTP_LISTENER, endpoints("grpcish", port), routes("", rule("r", _h2c("grpcish")))]
+def _snapshot(port: int, retry: Retry = NO_RETRY) -> list[Resource]:
+    r = rule("r", _h2c("grpcish"), retry=retry)
+    return [HTTP_LISTENER, endpoints("grpcish", port), routes("", r)]
 
 
 async def test_the_devkit_echo_sees_an_http2_request_built_from_the_client_request() -> None:
@@ -97,7 +101,7 @@ class _Backend(asyncio.Protocol):
     def _answer(self, stream_id: int) -> None:
         stream = self.streams[stream_id]
         mode = self.server.mode
-        if mode == "reset":
+        if mode == "reset" or (mode == "reset-once" and len(self.server.stream_ids) == 1):
             self.h2.reset_stream(stream_id)
             return
         body = bytes(stream.body) if not self.server.big else b"z" * self.server.big
@@ -189,10 +193,26 @@ async def test_sequential_requests_are_successive_streams_on_one_connection(
 
 
 @pytest.mark.parametrize("h2_server", [("reset", 0)], indirect=True)
-async def test_a_reset_stream_answers_502(h2_server: H2Server) -> None:
+async def test_a_reset_stream_answers_503(h2_server: H2Server) -> None:
     async with running(_snapshot(h2_server.port)) as plane:
         response = await get(actual(plane), "/x")
-    assert response.status == 502
+    assert response.status == 503
+    assert len(h2_server.stream_ids) == 1
+
+
+@pytest.mark.parametrize(
+    ("h2_server", "status", "streams"),
+    [
+        pytest.param(("reset-once", 0), 200, 2, id="reset-then-answered-200"),
+        pytest.param(("reset", 0), 503, 3, id="every-attempt-reset-503"),
+    ],
+    indirect=["h2_server"],
+)
+async def test_a_reset_stream_is_retried(h2_server: H2Server, status: int, streams: int) -> None:
+    async with running(_snapshot(h2_server.port, Retry(attempts=2))) as plane:
+        response = await get(actual(plane), "/x")
+    assert response.status == status
+    assert len(h2_server.stream_ids) == streams
 
 
 @pytest.mark.parametrize("h2_server", [("goaway", 0)], indirect=True)

@@ -30,7 +30,7 @@ class UpstreamShell(asyncio.Protocol):
     )  # fmt: skip
 
     # What the cycle bound is told when the backend closes cleanly (no error from the socket).
-    clean_close: ClassVar[type[errors.BadGateway]] = errors.BadGateway
+    clean_close: ClassVar[type[errors.ConnectionLost]] = errors.ConnectionLost
 
     def __init__(self, connector: Connector, origin: Origin, limit: int) -> None:
         self.connector = connector
@@ -63,8 +63,10 @@ class UpstreamShell(asyncio.Protocol):
             return
         cycle, self.cycle = self.cycle, None
         if cycle is not None:
-            closed = self.clean_close if exc is None else errors.BadGateway
-            cycle.upstream_failed(closed("upstream connection closed"))
+            if exc is None:
+                cycle.upstream_failed(self.clean_close("upstream closed the connection"))
+            else:
+                cycle.upstream_failed(errors.ConnectionLost(f"upstream connection lost: {exc}"))
 
     def pause_writing(self) -> None:
         if self.cycle is not None:
