@@ -2,9 +2,10 @@
 
 Covers `/version`, `/api`, `/apis`, `/api/v1` (with the pods/log, serviceaccounts/token and
 status subresources), `/apis/<group>/<version>`; the Gateway API group appearing when its CRDs
-are applied (Established, every served version, preferred v1) and disappearing with its objects
-when they are deleted; a watch on a custom kind ending when its CRD goes; 422 for a CRD whose name
-is not `<plural>.<group>`. Raw HTTP here; the real client's discovery (DynamicClient) too.
+are applied (Established, every served version of each channel, preferred v1) and disappearing
+with its objects when they are deleted; the `Warning: 299` header at a deprecated version; a
+watch on a custom kind ending when its CRD goes; 422 for a CRD whose name is not
+`<plural>.<group>`. Raw HTTP here; the real client's discovery (DynamicClient) too.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ async def _send(
 
 def _resources(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["name"]: r for r in doc["resources"]}
+
+
+def _plurals(doc: dict[str, Any]) -> set[str]:
+    """The resources of a discovery document, without their subresources."""
+    return {name for name in _resources(doc) if "/" not in name}
 
 
 async def test_version_and_core_discovery(http: aiohttp.ClientSession) -> None:
@@ -118,24 +124,35 @@ async def test_gateway_api_appears_with_its_crds_and_goes_with_them(
     _, groups = await _get(http, "/apis")
     gateway = next(g for g in groups["groups"] if g["name"] == GATEWAY_GROUP)
     assert gateway["preferredVersion"]["version"] == "v1"
-    assert [v["version"] for v in gateway["versions"]] == ["v1", "v1beta1", "v1alpha2"]
+    # Kubernetes' version order: GA, then beta, then alpha, higher numbers first.
+    assert [v["version"] for v in gateway["versions"]] == ["v1", "v1beta1", "v1alpha3", "v1alpha2"]
     _, v1 = await _get(http, f"/apis/{GATEWAY_GROUP}/v1")
-    assert {
+    assert _plurals(v1) == {
         "gatewayclasses",
         "gateways",
         "httproutes",
         "grpcroutes",
         "referencegrants",
         "backendtlspolicies",
-    } <= set(_resources(v1))
-    assert set(_resources((await _get(http, f"/apis/{GATEWAY_GROUP}/v1alpha2"))[1])) >= {
+        "listenersets",
         "tlsroutes",
         "tcproutes",
         "udproutes",
     }
-    assert "listenersets" in _resources(
-        (await _get(http, "/apis/gateway.networking.x-k8s.io/v1alpha1"))[1]
-    )
+    assert _plurals((await _get(http, f"/apis/{GATEWAY_GROUP}/v1alpha2"))[1]) == {
+        "tlsroutes",
+        "tcproutes",
+        "udproutes",
+    }
+    assert _plurals((await _get(http, f"/apis/{GATEWAY_GROUP}/v1alpha3"))[1]) == {
+        "tlsroutes",
+        "backendtlspolicies",
+    }
+    assert _plurals((await _get(http, "/apis/gateway.networking.x-k8s.io/v1alpha1"))[1]) == {
+        "xbackends",
+        "xbackendtrafficpolicies",
+        "xmeshes",
+    }
 
     route = {
         "apiVersion": f"{GATEWAY_GROUP}/v1",
@@ -161,6 +178,47 @@ async def test_gateway_api_appears_with_its_crds_and_goes_with_them(
     assert (await _get(http, f"/apis/{GATEWAY_GROUP}/v1/namespaces/default/httproutes"))[1][
         "items"
     ] == [], "objects do not survive their CRD"
+
+
+async def test_the_standard_channel_serves_every_kind_at_v1_and_no_alpha_version(
+    http: aiohttp.ClientSession,
+) -> None:
+    await _apply_crds(http, crds.standard())
+    _, group = await _get(http, f"/apis/{GATEWAY_GROUP}")
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    assert {"tlsroutes", "tcproutes", "udproutes", "listenersets"} <= _plurals(
+        (await _get(http, f"/apis/{GATEWAY_GROUP}/v1"))[1]
+    )
+    assert _plurals((await _get(http, f"/apis/{GATEWAY_GROUP}/v1beta1"))[1]) == {
+        "gatewayclasses",
+        "gateways",
+        "httproutes",
+        "referencegrants",
+    }
+    # The alpha versions are in the CRDs, unserved: a v1alpha2 TCPRoute is refused.
+    assert (await _get(http, f"/apis/{GATEWAY_GROUP}/v1alpha2/tcproutes"))[0] == 404
+
+
+async def test_a_deprecated_version_answers_with_its_warning(http: aiohttp.ClientSession) -> None:
+    await _apply_crds(http, crds.experimental())
+    route = {
+        "apiVersion": f"{GATEWAY_GROUP}/v1alpha2",
+        "kind": "TCPRoute",
+        "metadata": {"name": "t"},
+    }
+    path = f"/apis/{GATEWAY_GROUP}/v1alpha2/namespaces/default/tcproutes"
+    async with http.post(path, json=route) as created:
+        assert created.status == 201
+        assert created.headers["Warning"] == (
+            '299 - "The v1alpha2 version of TCPRoute has been deprecated and will be removed in a '
+            'future release of the API. Please upgrade to v1."'
+        )
+    async with http.get(f"/apis/{GATEWAY_GROUP}/v1/namespaces/default/tcproutes/t") as current:
+        assert current.status == 200
+        assert "Warning" not in current.headers
+        assert (await current.json())["apiVersion"] == f"{GATEWAY_GROUP}/v1"
+    async with http.get(f"{path}?watch=true&timeoutSeconds=1") as stream:
+        assert stream.headers["Warning"].startswith('299 - "The v1alpha2 version of TCPRoute')
 
 
 async def test_applied_crds_are_established(http: aiohttp.ClientSession) -> None:

@@ -56,6 +56,18 @@ def _json(doc: Any, status: int = 200) -> web.Response:
     )
 
 
+# The request key a handler sets to the warning its answer carries.
+WARNING = web.RequestKey("coxswain_devkit.warning", str)
+
+
+async def _warn(request: web.Request, response: web.StreamResponse) -> None:
+    """RFC 7234 section 5.5 as the API server uses it: `Warning: 299 - "<text>"` on every answer
+    at a deprecated version, watches included (headers go out before the first event)."""
+    text = request.get(WARNING)
+    if text:
+        response.headers["Warning"] = '299 - "{}"'.format(text.replace('"', "'"))
+
+
 def _flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1")
 
@@ -89,6 +101,7 @@ class Api:
 
     def application(self) -> web.Application:
         app = web.Application(middlewares=[self._status_middleware, self._fault_middleware])
+        app.on_response_prepare.append(_warn)
         app.router.add_get("/version", self._version)
         app.router.add_get("/version/", self._version)
         for probe in ("/healthz", "/readyz", "/livez"):
@@ -174,6 +187,8 @@ class Api:
                 404, "NotFound", "the server could not find the requested resource"
             )
         self._check_scope(target, kind, request.method)
+        if kind.deprecation:
+            request[WARNING] = kind.deprecation
         if target.subresource:
             return await self._subresource(request, target, kind)
         if target.name:

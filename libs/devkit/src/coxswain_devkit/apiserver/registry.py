@@ -33,6 +33,9 @@ class Kind:
     verbs: tuple[str, ...] = READ_WRITE  # the verbs discovery advertises and handlers allow
     subresources: tuple[str, ...] = field(default=())  # others besides status: "log", "token"
     categories: tuple[str, ...] = ()  # kubectl's `get all` and friends
+    # A deprecated CRD version's warning, sent with every answer at that version (as the
+    # server's `Warning: 299` header; kubectl prints it); "" when the version is not deprecated.
+    deprecation: str = ""
 
     @property
     def api_version(self) -> str:
@@ -135,9 +138,20 @@ def crd_kinds(crd: dict[str, Any]) -> list[Kind]:
                 status="status" in (version.get("subresources") or {}),
                 builtin=False,
                 categories=tuple(names.get("categories") or ()),
+                deprecation=_deprecation(spec, version),
             )
         )
     return kinds
+
+
+def _deprecation(spec: dict[str, Any], version: dict[str, Any]) -> str:
+    """apiextensions.k8s.io/v1: "deprecationWarning overrides the default warning returned to
+    API clients"; the default names the group, version and kind as deprecated."""
+    if not version.get("deprecated"):
+        return ""
+    kind = (spec.get("names") or {}).get("kind", "")
+    default = f"{spec.get('group', '')}/{version.get('name', '')} {kind} is deprecated"
+    return str(version.get("deprecationWarning") or default)
 
 
 class Registry:

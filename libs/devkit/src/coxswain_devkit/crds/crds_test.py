@@ -1,9 +1,11 @@
-"""The bundled CRDs: the kinds, scopes and versions each one serves.
+"""The bundled CRDs: the kinds, scopes and versions each channel serves.
 
-Covers that every CRD the controller watches is present with its served versions, scope and
-status subresource, as the emulator's registry reads them, and that Coxswain's
-CoxswainGatewayParameters is the deploy/crds/ file itself, with a structural schema. Serving them
-over HTTP is covered in apiserver/discovery_test.py.
+Covers that each channel holds the CRDs the current Gateway API release (`crds.RELEASE`) ships in
+it, every kind with the versions it serves there (and those it keeps unserved), its scope, its
+status subresource and its deprecation warnings, as the emulator's registry reads them; that
+every bundled schema is structural; and that Coxswain's CoxswainGatewayParameters is the
+deploy/crds/ file itself. Serving them over HTTP is covered in apiserver/discovery_test.py, and
+upstream-shaped manifests applied with kubectl in apiserver/gateway_api_kubectl_test.py.
 """
 
 from __future__ import annotations
@@ -18,37 +20,83 @@ from coxswain_devkit import crds
 from coxswain_devkit.apiserver.registry import crd_kinds
 
 G = "gateway.networking.k8s.io"
+X = "gateway.networking.x-k8s.io"
+CLUSTER, NAMESPACED = False, True
+
+# kind -> (group, namespaced, status subresource, served by the standard channel, served by
+# the experimental channel only). Gateway API v1.6: every standard kind is served at v1; the
+# alpha versions a kind had are served by the experimental channel alone (deprecated).
+UPSTREAM: dict[str, tuple[str, bool, bool, set[str], set[str]]] = {
+    "GatewayClass": (G, CLUSTER, True, {"v1", "v1beta1"}, set()),
+    "Gateway": (G, NAMESPACED, True, {"v1", "v1beta1"}, set()),
+    "HTTPRoute": (G, NAMESPACED, True, {"v1", "v1beta1"}, set()),
+    "GRPCRoute": (G, NAMESPACED, True, {"v1"}, set()),
+    "ReferenceGrant": (G, NAMESPACED, False, {"v1", "v1beta1"}, set()),
+    "BackendTLSPolicy": (G, NAMESPACED, True, {"v1"}, {"v1alpha3"}),
+    "ListenerSet": (G, NAMESPACED, True, {"v1"}, set()),
+    "TLSRoute": (G, NAMESPACED, True, {"v1"}, {"v1alpha2", "v1alpha3"}),
+    "TCPRoute": (G, NAMESPACED, True, {"v1"}, {"v1alpha2"}),
+    "UDPRoute": (G, NAMESPACED, True, {"v1"}, {"v1alpha2"}),
+}
+EXPERIMENTAL_ONLY: dict[str, tuple[str, bool, bool, set[str], set[str]]] = {
+    "XBackend": (X, NAMESPACED, True, set(), {"v1alpha1"}),
+    "XBackendTrafficPolicy": (X, NAMESPACED, True, set(), {"v1alpha1"}),
+    "XMesh": (X, CLUSTER, True, set(), {"v1alpha1"}),
+}
 
 
-@pytest.mark.parametrize(
-    ("kind", "group", "versions", "namespaced"),
-    [
-        pytest.param("GatewayClass", G, {"v1", "v1beta1"}, False, id="gatewayclass"),
-        pytest.param("Gateway", G, {"v1", "v1beta1"}, True, id="gateway"),
-        pytest.param("HTTPRoute", G, {"v1", "v1beta1"}, True, id="httproute"),
-        pytest.param("GRPCRoute", G, {"v1"}, True, id="grpcroute"),
-        pytest.param("ReferenceGrant", G, {"v1", "v1beta1"}, True, id="referencegrant"),
-        pytest.param("BackendTLSPolicy", G, {"v1"}, True, id="backendtlspolicy"),
-        pytest.param("TLSRoute", G, {"v1alpha2"}, True, id="tlsroute"),
-        pytest.param("TCPRoute", G, {"v1alpha2"}, True, id="tcproute"),
-        pytest.param("UDPRoute", G, {"v1alpha2"}, True, id="udproute"),
-        pytest.param(
-            "ListenerSet", "gateway.networking.x-k8s.io", {"v1alpha1"}, True, id="listenerset"
-        ),
-    ],
-)
-def test_each_kind_is_served_as_upstream(
-    kind: str, group: str, versions: set[str], namespaced: bool
-) -> None:
-    served = [k for crd in crds.experimental() for k in crd_kinds(crd) if k.kind == kind]
+def _served(bundle: list[dict[str, Any]], kind: str) -> list[Any]:
+    return [k for crd in bundle for k in crd_kinds(crd) if k.kind == kind]
+
+
+@pytest.mark.parametrize("kind", list(UPSTREAM), ids=str.lower)
+def test_the_standard_channel_serves_each_kind_as_upstream(kind: str) -> None:
+    group, namespaced, status, versions, _ = UPSTREAM[kind]
+    served = _served(crds.standard(), kind)
     assert {k.version for k in served} == versions
-    assert {(k.group, k.namespaced, k.status) for k in served} == {(group, namespaced, True)}
+    assert {(k.group, k.namespaced, k.status, k.deprecation) for k in served} == {
+        (group, namespaced, status, "")
+    }
 
 
-def test_standard_is_a_subset_of_experimental() -> None:
-    names = [c["metadata"]["name"] for c in crds.standard()]
-    assert len(names) == 6
-    assert set(names) < {c["metadata"]["name"] for c in crds.experimental()}
+@pytest.mark.parametrize("kind", list(UPSTREAM | EXPERIMENTAL_ONLY), ids=str.lower)
+def test_the_experimental_channel_serves_each_kind_as_upstream(kind: str) -> None:
+    group, namespaced, status, standard, alpha = (UPSTREAM | EXPERIMENTAL_ONLY)[kind]
+    served = {k.version: k for k in _served(crds.experimental(), kind)}
+    assert set(served) == standard | alpha
+    assert {(k.group, k.namespaced, k.status) for k in served.values()} == {
+        (group, namespaced, status)
+    }
+    for version in alpha - {"v1alpha1"}:
+        assert served[version].deprecation == (
+            f"The {version} version of {kind} has been deprecated and will be removed in a "
+            "future release of the API. Please upgrade to v1."
+        )
+
+
+def test_the_standard_channel_keeps_the_alpha_versions_unserved() -> None:
+    # An upgrade from the experimental channel must find every version it stored objects at.
+    for crd in crds.standard():
+        kind = crd["spec"]["names"]["kind"]
+        listed = {v["name"]: v["served"] for v in crd["spec"]["versions"]}
+        assert {v for v, served in listed.items() if not served} == UPSTREAM[kind][4], kind
+        assert sum(v["storage"] for v in crd["spec"]["versions"]) == 1, kind
+
+
+def test_both_channels_are_of_one_release_and_name_their_channel() -> None:
+    for channel, bundle in (("standard", crds.standard()), ("experimental", crds.experimental())):
+        for crd in bundle:
+            annotations = crd["metadata"]["annotations"]
+            assert annotations["gateway.networking.k8s.io/bundle-version"] == crds.RELEASE
+            assert annotations["gateway.networking.k8s.io/channel"] == channel
+    standard = {c["metadata"]["name"] for c in crds.standard()}
+    experimental = {c["metadata"]["name"] for c in crds.experimental()}
+    assert len(standard) == 10
+    assert experimental - standard == {
+        "xbackends.gateway.networking.x-k8s.io",
+        "xbackendtrafficpolicies.gateway.networking.x-k8s.io",
+        "xmeshes.gateway.networking.x-k8s.io",
+    }
 
 
 # The repository root, from libs/devkit/src/coxswain_devkit/crds/.
@@ -110,3 +158,14 @@ def test_the_gateway_parameters_schema_is_structural() -> None:
         "labels",
         "podTemplate",
     }
+
+
+@pytest.mark.parametrize(
+    "bundle", [crds.standard, crds.experimental, crds.coxswain], ids=lambda b: b.__name__
+)
+def test_every_bundled_schema_is_structural(bundle: Any) -> None:
+    for crd in bundle():
+        for version in crd["spec"]["versions"]:
+            schema = version["schema"]["openAPIV3Schema"]
+            where = f"{crd['metadata']['name']}/{version['name']}"
+            assert _structural_problems(schema, "") == [], where

@@ -85,14 +85,15 @@ def test_backoff_grows_to_its_ceiling_with_jitter_and_resets() -> None:
     assert delays.next() <= 1.0
 
 
-def test_reference_grant_prefers_v1_and_stream_routes_need_v1alpha2() -> None:
+def test_reference_grant_prefers_v1_and_stream_routes_reached_v1() -> None:
     served = {"v1beta1": frozenset({"referencegrants"}), "v1": frozenset({"referencegrants"})}
     (grant,) = kinds.gateway_kinds(served)
     assert grant.version == "v1"
-    assert kinds.gateway_kinds({"v1": frozenset({"tcproutes", "udproutes"})}) == ()
-    # TLSRoute alone reached v1 (Gateway API v1.5's standard channel), and is watched there.
-    (tls,) = kinds.gateway_kinds({"v1": frozenset({"tlsroutes"})})
-    assert tls.version == "v1"
+    # TLSRoute reached v1 in Gateway API v1.5's standard channel, TCPRoute and UDPRoute in v1.6's.
+    routes = kinds.gateway_kinds({"v1": frozenset({"tcproutes", "udproutes", "tlsroutes"})})
+    assert {k.name: k.version for k in routes} == dict.fromkeys(
+        ("TLSRoute", "TCPRoute", "UDPRoute"), "v1"
+    )
 
 
 def test_a_kind_keeps_its_view_until_one_of_its_objects_changes() -> None:

@@ -2,12 +2,20 @@
 
 The built-in kinds are always watched. The Gateway API kinds are watched only at a version the
 API server serves (learned from discovery, see `probe`), so a cluster without the CRDs runs in
-Ingress-only mode (spec 002) and one with only the standard channel skips the stream routes.
-CustomResourceDefinitions are watched only to notice the Gateway API appearing or going away.
+Ingress-only mode (spec 002). One rule picks the version for every kind: of the versions the
+controller reads it at (those the current Gateway API release ships it at, whose fields
+translation reads alike), the API's preferred one among those it serves the kind at, in
+Kubernetes' version order (GA, then beta, then alpha; higher numbers first), which is the order
+discovery lists a group's versions in. So Gateway API v1.6 is watched at v1 throughout, in
+either channel, and an older experimental channel's stream routes at v1alpha2 (TLSRoute at
+v1alpha3 where served). ListenerSet and the experimental gateway.networking.x-k8s.io kinds are
+not watched: translation reads none of them. CustomResourceDefinitions are watched only to
+notice the Gateway API appearing or going away.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -80,25 +88,26 @@ CRD = Kind(
 class GatewayKind:
     name: str  # the kind
     plural: str  # the resource
-    versions: tuple[str, ...]  # acceptable versions, most preferred first
+    versions: tuple[str, ...]  # the versions it is read at, most preferred first (`priority`)
     namespaced: bool = True  # False for cluster-scoped kinds
     status_matters: bool = False  # see Kind.status_matters
 
 
 GATEWAY: tuple[GatewayKind, ...] = (
-    GatewayKind("GatewayClass", "gatewayclasses", ("v1",), namespaced=False),
-    GatewayKind("Gateway", "gateways", ("v1",)),
-    GatewayKind("HTTPRoute", "httproutes", ("v1",)),
+    GatewayKind("GatewayClass", "gatewayclasses", ("v1", "v1beta1"), namespaced=False),
+    GatewayKind("Gateway", "gateways", ("v1", "v1beta1")),
+    GatewayKind("HTTPRoute", "httproutes", ("v1", "v1beta1")),
+    # Gateway API v1.1 made GRPCRoute v1; the v1alpha2 of earlier releases is left to them.
     GatewayKind("GRPCRoute", "grpcroutes", ("v1",)),
     GatewayKind("ReferenceGrant", "referencegrants", ("v1", "v1beta1"), status_matters=True),
-    GatewayKind("BackendTLSPolicy", "backendtlspolicies", ("v1",)),
+    GatewayKind("BackendTLSPolicy", "backendtlspolicies", ("v1", "v1alpha3")),
     # Spec 003: "The controller watches the three kinds only in a cluster whose experimental
-    # Gateway API channel serves them (gateway.networking.k8s.io/v1alpha2)". TLSRoute has since
-    # gained v1alpha3 and, from v1.5, v1 in the standard channel: the newest one served is
-    # watched (the fields translation reads are the same in all three).
+    # Gateway API channel serves them (gateway.networking.k8s.io/v1alpha2)". They have since
+    # reached v1 in the standard channel (TLSRoute in v1.5, TCPRoute and UDPRoute in v1.6),
+    # whose fields translation reads alike; TLSRoute had v1alpha3 between.
     GatewayKind("TLSRoute", "tlsroutes", ("v1", "v1alpha3", "v1alpha2")),
-    GatewayKind("TCPRoute", "tcproutes", ("v1alpha2",)),
-    GatewayKind("UDPRoute", "udproutes", ("v1alpha2",)),
+    GatewayKind("TCPRoute", "tcproutes", ("v1", "v1alpha2")),
+    GatewayKind("UDPRoute", "udproutes", ("v1", "v1alpha2")),
 )
 
 # Spec 001: "The controller also watches IngressClass and its associated
@@ -135,12 +144,33 @@ def coxswain_kinds(served: Mapping[str, frozenset[str]]) -> tuple[Kind, ...]:
     return _served_kinds(COXSWAIN, COXSWAIN_GROUP, served)
 
 
+def preferred(wanted: GatewayKind, served: Mapping[str, frozenset[str]]) -> str | None:
+    """The version `wanted` is watched at: the highest in Kubernetes' version order among
+    those the API serves its plural at and the controller reads it at; None if none is."""
+    candidates = [v for v, plurals in served.items() if wanted.plural in plurals]
+    known = [v for v in candidates if v in wanted.versions]
+    return max(known, key=priority, default=None)
+
+
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version priority (apimachinery's version.CompareKubeAwareVersionStrings):
+    GA before beta before alpha, higher major then minor numbers first."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (-1, 0, 0)
+    stage = {"alpha": 0, "beta": 1, None: 2}[match.group(2)]
+    return (stage, int(match.group(1)), int(match.group(3) or 0))
+
+
 def _served_kinds(
     candidates: tuple[GatewayKind, ...], group: str, served: Mapping[str, frozenset[str]]
 ) -> tuple[Kind, ...]:
     chosen = []
     for wanted in candidates:
-        version = next((v for v in wanted.versions if wanted.plural in served.get(v, ())), None)
+        version = preferred(wanted, served)
         if version is not None:
             chosen.append(
                 Kind(

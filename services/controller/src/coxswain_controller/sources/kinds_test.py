@@ -1,9 +1,13 @@
-"""Which Gateway API kinds are watched, from what discovery says the API server serves.
+"""Which Gateway API kinds are watched, and at which version, from what discovery says the API
+server serves.
 
-Covers `kinds.gateway_kinds` for GRPCRoute (spec 003 "GRPCRoute": "The controller watches
-GRPCRoutes only in a cluster whose Gateway API serves the kind") and for the stream routes (the
-experimental channel's, TLSRoute at its newest served version). The probe's HTTP requests and
-the supervisor starting and stopping watches are supervisor_test's.
+Covers the one rule for every kind (the highest served version in Kubernetes' version order
+among those the controller reads the kind at), Gateway API v1.6's channels (every kind at v1),
+older releases (ReferenceGrant at v1beta1, BackendTLSPolicy at v1alpha3, the stream routes of
+the experimental channel at v1alpha2, TLSRoute at v1alpha3), GRPCRoute (spec 003 "GRPCRoute":
+"The controller watches GRPCRoutes only in a cluster whose Gateway API serves the kind") and
+versions the controller does not read. The probe's HTTP requests and the supervisor starting
+and stopping watches are supervisor_test's.
 """
 
 from __future__ import annotations
@@ -76,3 +80,74 @@ def test_tlsroute_is_watched_at_the_newest_version_served(
 def test_stream_routes_are_not_watched_by_the_standard_channel_before_v1_5() -> None:
     served = {"v1": frozenset({"gateways", "httproutes", "grpcroutes"})}
     assert not set(STREAM) & set(_watched(served))
+
+
+ALL = frozenset(kind.plural for kind in kinds.GATEWAY)
+# Gateway API v1.6 (crds.RELEASE in the devkit): what each channel serves at each version.
+STANDARD_V1_6 = {
+    "v1": ALL | {"listenersets"},
+    "v1beta1": frozenset({"gatewayclasses", "gateways", "httproutes", "referencegrants"}),
+}
+EXPERIMENTAL_V1_6 = {
+    **STANDARD_V1_6,
+    "v1alpha3": frozenset({"tlsroutes", "backendtlspolicies"}),
+    "v1alpha2": frozenset({"tlsroutes", "tcproutes", "udproutes"}),
+}
+
+
+@pytest.mark.parametrize(
+    "served",
+    [
+        pytest.param(STANDARD_V1_6, id="standard-channel"),
+        pytest.param(EXPERIMENTAL_V1_6, id="experimental-channel"),
+        # Discovery lists the preferred version first; a map in another order picks the same.
+        pytest.param(dict(reversed(EXPERIMENTAL_V1_6.items())), id="any-order"),
+    ],
+)
+def test_gateway_api_v1_6_is_watched_at_v1_throughout(served: dict[str, frozenset[str]]) -> None:
+    assert _watched(served) == {kind.name: "v1" for kind in kinds.GATEWAY}
+
+
+@pytest.mark.parametrize(
+    ("kind", "versions", "expected"),
+    [
+        pytest.param("ReferenceGrant", ("v1beta1",), "v1beta1", id="referencegrant-before-v1-5"),
+        pytest.param("BackendTLSPolicy", ("v1alpha3",), "v1alpha3", id="backendtlspolicy-v1-3"),
+        pytest.param("HTTPRoute", ("v1beta1",), "v1beta1", id="httproute-before-v1-0"),
+        pytest.param("TCPRoute", ("v1alpha2",), "v1alpha2", id="tcproute-before-v1-6"),
+        pytest.param("UDPRoute", ("v1alpha2", "v1"), "v1", id="udproute-v1-6-experimental"),
+        pytest.param("TLSRoute", ("v1alpha3", "v1alpha2"), "v1alpha3", id="tlsroute-v1-4"),
+        # A version the controller does not read is never chosen, served or not.
+        pytest.param("Gateway", ("v1alpha2",), None, id="gateway-alpha-not-read"),
+        pytest.param("TCPRoute", ("v2alpha1",), None, id="unknown-version-not-read"),
+        pytest.param("GRPCRoute", ("v1alpha2",), None, id="grpcroute-alpha-not-read"),
+    ],
+)
+def test_each_kind_is_watched_by_the_same_rule(
+    kind: str, versions: tuple[str, ...], expected: str | None
+) -> None:
+    (wanted,) = [k for k in kinds.GATEWAY if k.name == kind]
+    served = {v: frozenset({wanted.plural}) for v in versions}
+    assert kinds.preferred(wanted, served) == expected
+    assert _watched(served).get(kind) == expected
+
+
+def test_each_kinds_versions_are_listed_most_preferred_first() -> None:
+    # The status writer asks for a route at these versions in this order.
+    for kind in (*kinds.GATEWAY, *kinds.COXSWAIN):
+        assert list(kind.versions) == sorted(kind.versions, key=kinds.priority, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("versions", "expected"),
+    [
+        pytest.param(["v1alpha1", "v1", "v1beta1"], ["v1", "v1beta1", "v1alpha1"], id="stages"),
+        pytest.param(
+            ["v1beta1", "v2beta1", "v1beta2"], ["v2beta1", "v1beta2", "v1beta1"], id="nums"
+        ),
+        pytest.param(["v2", "v1", "v10"], ["v10", "v2", "v1"], id="ga-majors"),
+        pytest.param(["foo", "v1alpha1"], ["v1alpha1", "foo"], id="non-kube-versions-last"),
+    ],
+)
+def test_kubernetes_version_priority(versions: list[str], expected: list[str]) -> None:
+    assert sorted(versions, key=kinds.priority, reverse=True) == expected

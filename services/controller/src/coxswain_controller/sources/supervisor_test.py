@@ -2,7 +2,8 @@
 
 Covers: list then watch into the cache, paged lists, 410 recovery by relisting (server restart),
 reconnect after a closed watch, backoff through failing requests, bookmarks, the Secret type
-filter, Ingress-only mode entered and left as the Gateway API CRDs come and go,
+filter, Ingress-only mode entered and left as the Gateway API CRDs come and go, each Gateway API
+kind watched at its preferred version (moving when a CRD upgrade changes it),
 reconnecting a silent stream, and what a status write to a route means to the cache. Leaves out
 the debounce, which is the publisher's.
 """
@@ -161,9 +162,10 @@ async def test_ingress_only_until_the_gateway_api_is_installed_then_back(
 
     for crd in crds.experimental():
         await asyncio.to_thread(kube.request, client, "POST", kinds.CRD.path, body=crd)
-    await until(sources, lambda s: s.served >= kinds.GATEWAY_NAMES)
-    assert sources.reflectors["ReferenceGrant"].kind.version == "v1"  # preferred over v1beta1
-    assert sources.reflectors["TLSRoute"].kind.version == "v1alpha2"
+    # Gateway API v1.6's experimental channel serves every kind at v1 and older versions
+    # beside it (v1beta1, v1alpha3, v1alpha2): v1 is the preferred version of each. (A probe
+    # that ran while the CRDs were arriving may have chosen another; the next one corrects it.)
+    await until(sources, lambda s: s.served >= kinds.GATEWAY_NAMES and _versions(sources) == ALL_V1)
     api.apply([_route("r1")])
     await until(sources, lambda s: "r1" in names(s, "HTTPRoute"))
 
@@ -176,6 +178,53 @@ async def test_ingress_only_until_the_gateway_api_is_installed_then_back(
     assert not kinds.GATEWAY_NAMES & sources.reflectors.keys()
 
 
+ALL_V1 = dict.fromkeys(kinds.GATEWAY_NAMES, "v1")
+
+
+def _versions(sources: supervisor.Sources) -> dict[str, str]:
+    """The version each Gateway API kind is watched at."""
+    return {k: r.kind.version for k, r in sources.reflectors.items() if k in kinds.GATEWAY_NAMES}
+
+
+def _tcproute_crd(versions: list[tuple[str, bool]]) -> dict[str, Any]:
+    """The TCPRoute CRD with its versions as (name, served); the first one stores."""
+    (crd,) = [c for c in crds.standard() if c["spec"]["names"]["kind"] == "TCPRoute"]
+    crd["spec"]["versions"] = [
+        {**crd["spec"]["versions"][0], "name": name, "served": served, "storage": i == 0}
+        for i, (name, served) in enumerate(versions)
+    ]
+    return crd
+
+
+async def test_a_kind_moves_to_the_version_a_crd_upgrade_prefers(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    # Gateway API v1.5's experimental channel: TCPRoute at v1alpha2 alone.
+    before = _tcproute_crd([("v1alpha2", True)])
+    await asyncio.to_thread(kube.request, client, "POST", kinds.CRD.path, body=before)
+    route = {
+        "apiVersion": f"{kinds.GATEWAY_GROUP}/v1alpha2",
+        "kind": "TCPRoute",
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {"parentRefs": [{"name": "gw"}], "rules": [{"backendRefs": [{"name": "db"}]}]},
+    }
+    api.apply([route])
+    await until(sources, lambda s: "db" in names(s, "TCPRoute"))
+    assert _versions(sources) == {"TCPRoute": "v1alpha2"}
+
+    # Upgraded in place to v1.6's standard channel: v1 served and stored, v1alpha2 unserved.
+    path = f"{kinds.CRD.path}/{before['metadata']['name']}"
+    live = await asyncio.to_thread(kube.request, client, "GET", path)
+    live["spec"]["versions"] = _tcproute_crd([("v1", True), ("v1alpha2", False)])["spec"][
+        "versions"
+    ]
+    await asyncio.to_thread(kube.request, client, "PUT", path, body=live)
+    # The kept object comes back from the new watch's list, at v1.
+    v1 = f"{kinds.GATEWAY_GROUP}/v1"
+    await until(sources, lambda s: [o["apiVersion"] for o in s.of("TCPRoute").values()] == [v1])
+    assert _versions(sources) == {"TCPRoute": "v1"}
+
+
 async def test_gateway_api_present_at_start_is_watched(api: ApiServer, client: Any) -> None:
     api.apply([*crds.standard(), _route("r1")])
     running = supervisor.Sources(client, settings=FAST)
@@ -184,7 +233,11 @@ async def test_gateway_api_present_at_start_is_watched(api: ApiServer, client: A
         await bounded(running.cache.synced.wait())
         snapshot = running.cache.snapshot()
         assert "r1" in names(snapshot, "HTTPRoute")
-        assert "TLSRoute" not in snapshot.served  # standard channel: no stream routes
+        # Gateway API v1.6's standard channel serves the stream routes at v1 alone.
+        assert snapshot.served >= kinds.GATEWAY_NAMES
+        assert (
+            running.reflectors["TCPRoute"].kind.path == f"/apis/{kinds.GATEWAY_GROUP}/v1/tcproutes"
+        )
     finally:
         await running.stop()
 
