@@ -26,6 +26,7 @@ it was compiled from (`Tables.sources`), so no id outlives its object.
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import framing, tls
 from coxswain_proxy.dataplane.stream import compiled
 from coxswain_proxy.dataplane.upstream import backend_tls
-from coxswain_proxy.dataplane.upstream.picker import H2C, EndpointPicker
+from coxswain_proxy.dataplane.upstream.picker import H2C, EndpointPicker, H2c
 from coxswain_routing import (
     Backend,
     BackendProtocol,
@@ -56,11 +57,14 @@ from coxswain_routing import (
     ResponseHeaderModifier,
     Router,
     Rule,
+    TlsCertificate,
     TlsStore,
     URLRewrite,
     compile_router,
     fold_header_modifiers,
 )
+
+log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=Resource)
 
@@ -344,13 +348,28 @@ def _own_picker_backends(routes: HostRoutes) -> Iterator[Backend]:
                 yield f.backend
 
 
+def client_certificates(resources: Iterable[Resource]) -> dict[str, TlsCertificate]:
+    """The certificate each Gateway's routes present to TLS backends, by `HostRoutes.table`."""
+    return {
+        r.table: r.backend_client_certificate
+        for r in resources
+        if isinstance(r, GatewayListeners) and r.backend_client_certificate is not None
+    }
+
+
 def _own_pickers(
-    routes: dict[str, HostRoutes], sets: dict[str, EndpointSet], reuse: _Reuse
+    routes: dict[str, HostRoutes],
+    sets: dict[str, EndpointSet],
+    reuse: _Reuse,
+    certificates: dict[str, TlsCertificate],
 ) -> dict[int, EndpointPicker]:
     before = reuse.previous.own_pickers if reuse.previous is not None else {}
+    held = client_certificates(reuse.sources.values())
     pickers = {}
     for key, resource in routes.items():
-        kept = reuse.kept(key, resource)
+        certificate = certificates.get(resource.table)
+        # A rotated client certificate makes new pickers (new origins, new connections).
+        kept = reuse.kept(key, resource) and held.get(resource.table) == certificate
         for backend in _own_picker_backends(resource):
             endpoint_set = sets.get(backend.endpoints)
             if endpoint_set is None:
@@ -359,12 +378,25 @@ def _own_pickers(
             if kept and reuse.kept(backend.endpoints, endpoint_set):
                 picker = before.get(id(backend))
             if picker is None:
-                # An h2c or gRPC backend a BackendTLSPolicy governs: HTTP/2 over TLS (ALPN h2).
-                h2 = backend.protocol in HTTP2_PROTOCOLS
-                via = H2C if backend.tls is None else backend_tls.client_for(backend.tls, h2)
-                picker = EndpointPicker(endpoint_set, via)
+                picker = EndpointPicker(endpoint_set, _via(backend, certificate))
             pickers[id(backend)] = picker
     return pickers
+
+
+def _via(backend: Backend, certificate: TlsCertificate | None) -> backend_tls.TlsClient | H2c:
+    # An h2c or gRPC backend a BackendTLSPolicy governs: HTTP/2 over TLS (ALPN h2).
+    h2 = backend.protocol in HTTP2_PROTOCOLS
+    if backend.tls is None:
+        return H2C
+    try:
+        return backend_tls.client_for(backend.tls, h2, certificate)
+    except (ssl.SSLError, ValueError) as exc:
+        if certificate is None:
+            raise
+        # An unusable client certificate must not take the snapshot down: dialled without.
+        fields = {"source": certificate.source, "error": str(exc)}
+        log.warning("backend client certificate unusable, not presented", extra={"fields": fields})
+        return backend_tls.client_for(backend.tls, h2)
 
 
 def _endpoints(sets: dict[str, EndpointSet], reuse: _Reuse) -> dict[str, EndpointPicker]:
@@ -431,7 +463,7 @@ def compile_tables(
             router=compile_router(listed, previous.router if previous is not None else None),
             plans=plans,
             endpoints=_endpoints(sets, reuse),
-            own_pickers=_own_pickers(routes, sets, reuse),
+            own_pickers=_own_pickers(routes, sets, reuse, client_certificates(listed)),
             tls=stores,
             fronts=_fronts(stores, reuse),
             ports=_ports(listed, ingress),
