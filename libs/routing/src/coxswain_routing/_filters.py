@@ -112,8 +112,9 @@ def rewrite_path(path: str, modifier: PathModifier, matched_prefix: str) -> str:
 
 
 # nginx's numbered captures, as ingress-nginx's rewrite-target writes them ($1 to $9), and
-# ${N} for any group (the controller renumbers groups when it combines path patterns).
-_GROUP_REFERENCE = re.compile(r"\$(?:([1-9])|\{([1-9][0-9]*)\})")
+# $(N) for any group (the controller renumbers groups when it combines path patterns; unlike
+# braces, parentheses may stand in a path as they are, RFC 3986 §3.3 sub-delims).
+_GROUP_REFERENCE = re.compile(r"\$(?:([1-9])|\(([1-9][0-9]*)\))")
 
 
 @lru_cache(maxsize=1024)

@@ -247,7 +247,7 @@ class PathModifierType(StrEnum):
     REPLACE_FULL_PATH = "ReplaceFullPath"
     REPLACE_PREFIX_MATCH = "ReplacePrefixMatch"
     # Coxswain's own, for ingress-nginx's rewrite-target: the value is a template whose $1..$9
-    # (and ${N}) are the groups of the rule's RegularExpression path match (a URLRewrite's only).
+    # (and $(N)) are the groups of the rule's RegularExpression path match (a URLRewrite's only).
     REPLACE_REGEX_MATCH = "ReplaceRegexMatch"
 
 

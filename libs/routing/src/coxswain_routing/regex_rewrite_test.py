@@ -1,6 +1,6 @@
 """ReplaceRegexMatch: ingress-nginx's rewrite-target with capture groups, in the model.
 
-Covers `rewrite_path` for the new type (the whole path replaced by the template, $N or ${N}
+Covers `rewrite_path` for the new type (the whole path replaced by the template, $N or $(N)
 from the rule's RegularExpression path match, a group that took no part or does not exist
 empty), the wire round trip of the new enum value, and `Rule.validate` refusing the type off a
 URLRewrite or on a rule with a match that is not a RegularExpression. The other path modifier
@@ -44,7 +44,7 @@ REGEX = PathModifierType.REPLACE_REGEX_MATCH
         pytest.param("/something/a/b", "/v2/$2", "/v2/a/b", id="literal-text-kept"),
         pytest.param("/something/x", "/$1$2", "//x", id="groups-joined-as-written"),
         pytest.param("/something/x", "/$7", "/", id="a-missing-group-is-empty"),
-        pytest.param("/something/x", "/${2}${1}", "/x/", id="braced-references"),
+        pytest.param("/something/x", "/$(2)$(1)", "/x/", id="parenthesised-references"),
         pytest.param("/something/x", "/$21", "/x1", id="one-digit-unbraced-like-nginx"),
         pytest.param("/something/x", "/fixed", "/fixed", id="no-reference-replaces-whole"),
         pytest.param("/elsewhere", "/$2", "/elsewhere", id="no-match-leaves-the-path"),
