@@ -76,9 +76,11 @@ def test_the_new_type_crosses_the_wire() -> None:
 
 def test_validate_accepts_it_on_a_regex_rule() -> None:
     rule = _rule(
-        PathMatch(PathType.REGULAR_EXPRESSION, PATTERN), URLRewrite(path=PathModifier(REGEX, "/$1"))
+        PathMatch(PathType.REGULAR_EXPRESSION, PATTERN),
+        URLRewrite(path=PathModifier(REGEX, "/$1/$(11)")),
     )
     assert rule.validate() == []
+    assert rule.value_problems() == []  # what from_wire refuses: $(N) is a path's own text
 
 
 @pytest.mark.parametrize(
