@@ -111,7 +111,7 @@ def _rule(
         if int(ref.get("weight", 1)) != 0:
             backends.append(_backend(ref, f"{at}.backendRefs[{j}]", scope, out))
     timeouts = Timeouts() if grpc else _timeouts(raw.get("timeouts") or {}, at, out)
-    retry = Retry() if grpc else _retry(raw.get("retry") or {}, at, out)
+    retry = Retry() if grpc else _retry(raw.get("retry"), at, out)
     rule_id = RouteId(created(route), ns, name(route), kind, index, str(raw.get("name") or ""))
     return Rule(rule_id, matches, filtered, tuple(backends), timeouts, retry)
 
@@ -292,10 +292,18 @@ def _timeouts(raw: Mapping[str, Any], at: str, out: RouteRules) -> Timeouts:
     return Timeouts(values["request"], values["backendRequest"])
 
 
-def _retry(raw: Mapping[str, Any], at: str, out: RouteRules) -> Retry:
-    if not raw:
+def _retry(raw: Mapping[str, Any] | None, at: str, out: RouteRules) -> Retry:
+    # A stanza, even empty, retries: the Gateway API's HTTPRouteRetry "Implementations SHOULD
+    # retry on connection errors (disconnect, reset, timeout, TCP failure) if a retry stanza is
+    # configured", and spec 003 retries "attempts times (once when unset ...)".
+    if raw is None:
         return Retry()
-    backoff = parse_duration_ms(str(raw.get("backoff") or "0s")) or 0
+    backoff = 0
+    if raw.get("backoff") is not None:
+        parsed = parse_duration_ms(str(raw["backoff"]))
+        if parsed is None:
+            out.refused.append(f"{at}.retry.backoff: {raw['backoff']!r} is not a duration")
+        backoff = parsed or 0
     codes = tuple(sorted({int(c) for c in raw.get("codes") or []}))
-    attempts = int(raw.get("attempts", 1))
-    return Retry(attempts=attempts, codes=codes, backoff_ms=backoff)
+    attempts = raw.get("attempts")
+    return Retry(attempts=1 if attempts is None else int(attempts), codes=codes, backoff_ms=backoff)
