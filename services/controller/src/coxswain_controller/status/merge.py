@@ -18,9 +18,14 @@ __all__ = ["merge_status"]
 
 Status = dict[str, Any]
 
-# Condition types this controller owns but writes only while True (negative polarity): when a
-# verdict leaves one out, the live one is ours to withdraw, not a foreign type to keep.
-WRITTEN_ONLY_WHILE_TRUE = frozenset({"OverlappingTLSConfig"})
+# Condition types this controller owns but writes only while they hold: when a verdict leaves
+# one out, the live one is ours to withdraw, not a foreign type to keep. OverlappingTLSConfig and
+# InsecureFrontendValidationMode are negative polarity (written only while True); a Gateway's
+# own ResolvedRefs is written only while its spec.tls.backend names a certificate (everywhere
+# else this controller writes ResolvedRefs, it writes it on every pass).
+WRITTEN_ONLY_WHILE_TRUE = frozenset(
+    {"OverlappingTLSConfig", "InsecureFrontendValidationMode", "ResolvedRefs"}
+)
 
 
 def _merge_conditions(
@@ -56,15 +61,18 @@ def _listeners(
 
 
 def _parents(
-    live: Sequence[Mapping[str, Any]], ours: Sequence[Mapping[str, Any]], controller: str, now: str
+    live: Sequence[Mapping[str, Any]],
+    ours: Sequence[Mapping[str, Any]],
+    controller: str,
+    now: str,
+    ref: str = "parentRef",
 ) -> list[dict[str, Any]]:
+    """A route's `parents` (or, with `ref="ancestorRef"`, a policy's `ancestors`)."""
     foreign = [dict(p) for p in live if p.get("controllerName") != controller]
-    mine = {
-        _ref_key(p.get("parentRef") or {}): p for p in live if p.get("controllerName") == controller
-    }
+    mine = {_ref_key(p.get(ref) or {}): p for p in live if p.get("controllerName") == controller}
     merged = []
     for entry in ours:
-        old = mine.get(_ref_key(entry["parentRef"])) or {}
+        old = mine.get(_ref_key(entry[ref])) or {}
         merged.append(
             {
                 **entry,
@@ -113,6 +121,15 @@ def merge_status(
         merged["parents"] = _parents(
             current.get("parents") or [], fragment["parents"], controller, now
         )
+    if "ancestors" in fragment:
+        # A policy's, keyed by ancestorRef like a route's parents; none left drops the field.
+        ancestors = _parents(
+            current.get("ancestors") or [], fragment["ancestors"], controller, now, "ancestorRef"
+        )
+        if ancestors:
+            merged["ancestors"] = ancestors
+        else:
+            merged.pop("ancestors", None)
     if _without_times(merged) == _without_times(current):
         return None
     return merged

@@ -2,8 +2,11 @@
 
 Covers foreign condition types kept, other controllers' parents entries kept, our stale parents
 entries dropped, lastTransitionTime kept while a condition's status holds, a negative-polarity
-condition of ours withdrawn once the verdict leaves it out, and "no write" when the live status
-already says what the verdict says; status.addresses replaced whole, or dropped when there are none.
+condition of ours withdrawn once the verdict leaves it out (a Gateway's
+InsecureFrontendValidationMode and its own ResolvedRefs too), and "no write" when the live status
+already says what the verdict says; status.addresses replaced whole, or dropped when there are
+none; a policy's ancestors merged as a route's parents are, other controllers' kept and ours
+dropped when none is left.
 """
 
 from __future__ import annotations
@@ -161,3 +164,53 @@ def test_addresses_are_replaced_whole_and_dropped_when_there_are_none() -> None:
     gone = merge_status(live, {"addresses": []}, controller=ME, now="t1")
     assert gone is not None and "addresses" not in gone
     assert merge_status(live, {"addresses": live["addresses"]}, controller=ME, now="t1") is None
+
+
+def test_a_gateways_tls_conditions_are_withdrawn_when_left_out() -> None:
+    live = {
+        "conditions": [
+            cond("Accepted", "True", "Accepted"),
+            cond("ResolvedRefs", "False", "InvalidClientCertificateRef"),
+            cond("InsecureFrontendValidationMode", "True", "ConfigurationChanged"),
+            cond("example.com/Audited", "True", "Fine"),
+        ]
+    }
+    fragment = {"conditions": [ours("Accepted", "True", "Accepted")]}
+    merged = merge_status(live, fragment, controller=ME, now="t1")
+    assert merged is not None
+    assert [c["type"] for c in merged["conditions"]] == ["example.com/Audited", "Accepted"]
+
+
+def ancestor(controller: str, gateway: str, *conditions: dict[str, Any]) -> dict[str, Any]:
+    ref = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "ns"}
+    return {
+        "ancestorRef": {**ref, "name": gateway},
+        "controllerName": controller,
+        "conditions": list(conditions),
+    }
+
+
+def test_a_policys_ancestors_keep_other_controllers_entries() -> None:
+    theirs = ancestor("example.com/other", "gw", cond("Accepted", "True", "Accepted"))
+    live = {
+        "ancestors": [
+            theirs,
+            ancestor(ME, "gw", cond("Accepted", "True", "Accepted", at="t0")),
+            ancestor(ME, "gone", cond("Accepted", "True", "Accepted")),
+        ]
+    }
+    fragment = {"ancestors": [ancestor(ME, "gw", ours("Accepted", "True", "Accepted"))]}
+    merged = merge_status(live, fragment, controller=ME, now="t1")
+    assert merged is not None
+    assert merged["ancestors"][0] == theirs
+    assert [a["ancestorRef"]["name"] for a in merged["ancestors"]] == ["gw", "gw"]
+    assert merged["ancestors"][1]["conditions"][0]["lastTransitionTime"] == "t0"
+    assert merge_status(merged, fragment, controller=ME, now="t2") is None
+
+
+def test_a_policy_no_gateway_of_ours_uses_loses_our_ancestors_only() -> None:
+    mine = {"ancestors": [ancestor(ME, "gw", cond("Accepted", "True", "Accepted"))]}
+    dropped = merge_status(mine, {"ancestors": []}, controller=ME, now="t1")
+    assert dropped is not None and "ancestors" not in dropped
+    # Nobody's: nothing to write at all.
+    assert merge_status({}, {"ancestors": []}, controller=ME, now="t1") is None

@@ -40,6 +40,7 @@ PLURALS = {
     "TCPRoute": "tcproutes",
     "TLSRoute": "tlsroutes",
     "UDPRoute": "udproutes",
+    "BackendTLSPolicy": "backendtlspolicies",
     "Ingress": "ingresses",
 }
 # The API group of each kind written, when not the Gateway API's.

@@ -1,8 +1,9 @@
 """The status writer and the Event recorder through the `kube` boundary, against the devkit API
 emulator with the real `kubernetes` client: a verdict is written onto its generation, a write
 that races another change (409) re-reads and succeeds, an API failure is counted and retried on
-the next pass, and an Event is created on the object. Leaves out Programmed gating (publish_test)
-and the merge rules (merge_test)."""
+the next pass, a BackendTLSPolicy's ancestors are written beside another controller's, and an
+Event is created on the object. Leaves out Programmed gating (publish_test) and the merge rules
+(merge_test)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ import pytest
 from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.writer import FAILURES, StatusWriter
 from coxswain_controller.translate.conditions import ConditionType, Reason
-from coxswain_controller.translate.result import ClassVerdict, Condition, Event, ObjectRef
+from coxswain_controller.translate.result import (
+    AncestorVerdict,
+    ClassVerdict,
+    Condition,
+    Event,
+    ObjectRef,
+    PolicyVerdict,
+)
 from coxswain_devkit import crds
 from coxswain_devkit.apiserver import ThreadedApiServer
 
@@ -125,3 +133,62 @@ async def test_an_event_is_created_on_the_object(client: Any) -> None:
     assert (created.reason, created.type) == ("InvalidParameters", "Warning")
     assert created.involved_object.name == "coxswain"
     assert created.message == "parametersRef names a missing ConfigMap"
+
+
+POLICY_REF = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "default"}
+
+
+def _policy(client: Any, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    custom: Any = kubernetes.client.CustomObjectsApi(client)
+    group, plural = "gateway.networking.k8s.io", "backendtlspolicies"
+    for version in ("v1", "v1alpha3"):
+        try:
+            if body is not None:
+                body["apiVersion"] = f"{group}/{version}"
+                return dict(
+                    custom.create_namespaced_custom_object(group, version, "default", plural, body)
+                )
+            return dict(
+                custom.get_namespaced_custom_object(group, version, "default", plural, "tls")
+            )
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 404:
+                raise
+    raise AssertionError("BackendTLSPolicy is not served")
+
+
+async def test_a_policys_ancestors_are_written_beside_another_controllers(client: Any) -> None:
+    body = {
+        "kind": "BackendTLSPolicy",
+        "metadata": {"name": "tls", "namespace": "default"},
+        "spec": {
+            "targetRefs": [{"group": "", "kind": "Service", "name": "web"}],
+            "validation": {"wellKnownCACertificates": "System", "hostname": "web.internal"},
+        },
+    }
+    live = await asyncio.to_thread(_policy, client, body)
+    theirs = {
+        "ancestorRef": {**POLICY_REF, "name": "gw"},
+        "controllerName": "example.com/other",
+        "conditions": [],
+    }
+    live["status"] = {"ancestors": [theirs]}
+    custom: Any = kubernetes.client.CustomObjectsApi(client)
+    group, version = live["apiVersion"].split("/")
+    await asyncio.to_thread(
+        custom.replace_namespaced_custom_object_status,
+        group, version, "default", "backendtlspolicies", "tls", live,
+    )  # fmt: skip
+    accepted = Condition(ConditionType.ACCEPTED, True, Reason.ACCEPTED, "accepted")
+    verdict = PolicyVerdict(
+        ObjectRef("BackendTLSPolicy", "default", "tls"),
+        live["metadata"]["generation"],
+        live["metadata"]["uid"],
+        (AncestorVerdict({**POLICY_REF, "name": "gw"}, (accepted,)),),
+    )
+    writer = StatusWriter(client, controller_name=CONTROLLER, confirm_leader=_always)
+    assert (await writer.write(verdict)).result == "written"
+    ancestors = (await asyncio.to_thread(_policy, client))["status"]["ancestors"]
+    assert [a["controllerName"] for a in ancestors] == ["example.com/other", CONTROLLER]
+    assert ancestors[1]["conditions"][0]["reason"] == "Accepted"
+    assert (await writer.write(verdict)).result == "unchanged"

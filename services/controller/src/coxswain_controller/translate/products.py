@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from coxswain_controller.translate import handover
+from coxswain_controller.translate.backends.policies import policy_verdicts
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.addresses import Addresses, gateway_addresses
 from coxswain_controller.translate.gateways.classes import class_events
@@ -84,6 +85,12 @@ class Pass:
             *(c.verdict for c in self.grpc_routes.values() if c.verdict is not None),
             *(c.verdict for c in self.stream_routes.values() if c.verdict is not None),
             *self.ingress_verdicts,
+            # BackendTLSPolicies: their ancestors are the Gateways serving the routes above.
+            *policy_verdicts(
+                self.inputs,
+                self.resolver.policies,
+                [*self.routes.values(), *self.grpc_routes.values()],
+            ),
         ]
         # Services, Deployments and EndpointSlices tell how far a mode switch has come.
         handing_over = handover.phases(gateways, self.inputs, self.options)

@@ -18,6 +18,7 @@ from coxswain_controller.translate.result import (
     Condition,
     GatewayVerdict,
     IngressVerdict,
+    PolicyVerdict,
     TranslateResult,
     Verdict,
 )
@@ -59,6 +60,17 @@ def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
                 for x in verdict.listeners
             ],
         }
+    if isinstance(verdict, PolicyVerdict):
+        return {
+            "ancestors": [
+                {
+                    "ancestorRef": dict(a.ancestor_ref),
+                    "controllerName": controller_name,
+                    "conditions": _conditions(a.conditions, verdict.generation),
+                }
+                for a in verdict.ancestors
+            ]
+        }
     return {
         "parents": [
             {
@@ -82,10 +94,20 @@ def _parent_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
     return {**defaults, **{k: v for k, v in ref.items() if v is not None}}
 
 
+# Fields shown only when set: added after most cases were written, so the cases that leave them
+# unset read as they always did.
+_SHOWN_WHEN_SET = {("GatewayListeners", "backend_client_certificate")}
+
+
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {"kind": type(value).__name__} if _is_filter(value) else {}
-        out |= {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        kind = type(value).__name__
+        out |= {
+            f.name: _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if getattr(value, f.name) is not None or (kind, f.name) not in _SHOWN_WHEN_SET
+        }
         return out
     if isinstance(value, Enum):
         return value.value

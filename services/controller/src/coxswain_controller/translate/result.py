@@ -17,6 +17,7 @@ from coxswain_controller.translate.scopes import GatewayScope, Identity, Scope
 from coxswain_routing import Resource
 
 __all__ = [
+    "AncestorVerdict",
     "Condition",
     "Event",
     "GatewayVerdict",
@@ -24,6 +25,7 @@ __all__ = [
     "ListenerVerdict",
     "ObjectRef",
     "ParentVerdict",
+    "PolicyVerdict",
     "RouteVerdict",
     "ClassVerdict",
     "TranslateResult",
@@ -105,7 +107,26 @@ class IngressVerdict:
     addresses: tuple[tuple[str, str], ...]  # (type, value), as Gateway addresses
 
 
-Verdict = ClassVerdict | GatewayVerdict | RouteVerdict | IngressVerdict
+@dataclass(frozen=True, slots=True)
+class AncestorVerdict:
+    """A policy's status for one ancestor (GEP-713: for BackendTLSPolicy, a Gateway)."""
+
+    ancestor_ref: Mapping[str, Any]  # group, kind, namespace, name
+    conditions: tuple[Condition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyVerdict:
+    """A policy's status.ancestors entries of this controller (none: it serves no Gateway of
+    ours, and entries an earlier pass wrote are withdrawn)."""
+
+    ref: ObjectRef
+    generation: int
+    uid: str
+    ancestors: tuple[AncestorVerdict, ...]
+
+
+Verdict = ClassVerdict | GatewayVerdict | RouteVerdict | IngressVerdict | PolicyVerdict
 
 
 @dataclass(frozen=True, slots=True)

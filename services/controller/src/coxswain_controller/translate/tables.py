@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from coxswain_controller.translate.scopes import Scope
 from coxswain_routing import (
+    ClientCaStore,
     EndpointSet,
     GatewayListeners,
     HostRoutes,
@@ -55,6 +56,7 @@ class _Host:
 class _Scope:
     hosts: dict[tuple[int, str], _Host] = field(default_factory=dict)
     certificates: dict[int, list[TlsCertificate]] = field(default_factory=dict)
+    client_cas: dict[int, ClientCaStore] = field(default_factory=dict)  # by bind port
     listeners: list[GatewayListeners] = field(default_factory=list)
     # Stream ports by (protocol, bind port), each server name's match ("" for TCP and UDP).
     streams: dict[tuple[ListenerProtocol, int], dict[str, StreamMatch]] = field(
@@ -185,13 +187,28 @@ class ScopeTables:
         if certificate not in held:
             held.append(certificate)
 
+    def add_client_ca(self, scope: Scope, store: ClientCaStore) -> None:
+        """How clients' certificates are checked on one HTTPS bind port (one per port: its
+        listeners share the Gateway's validation for that port)."""
+        entry = self._scopes.setdefault(scope, _Scope())
+        entry.built = None
+        entry.client_cas[store.bind_port] = store
+
     def add_listeners(
-        self, scope: Scope, namespace: str, name: str, generation: int, listeners: list[Listener]
+        self,
+        scope: Scope,
+        namespace: str,
+        name: str,
+        generation: int,
+        listeners: list[Listener],
+        backend_client_certificate: TlsCertificate | None = None,
     ) -> None:
         ordered = tuple(sorted(listeners, key=lambda x: (x.bind_port, x.protocol.value, x.name)))
         entry = self._scopes.setdefault(scope, _Scope())
         entry.built = None
-        entry.listeners.append(GatewayListeners(namespace, name, generation, ordered))
+        entry.listeners.append(
+            GatewayListeners(namespace, name, generation, ordered, backend_client_certificate)
+        )
 
     def resources(self, endpoint_sets: dict[str, EndpointSet]) -> dict[Scope, tuple[Resource, ...]]:
         out: dict[Scope, tuple[Resource, ...]] = {}
@@ -222,6 +239,7 @@ def _build(entry: _Scope, endpoint_sets: dict[str, EndpointSet]) -> tuple[Resour
     for port, certificates in entry.certificates.items():
         default = certificates[0].source if certificates else ""
         resources.append(TlsStore(port, tuple(certificates), default))
+    resources += entry.client_cas.values()
     resources += entry.listeners
     resources += [endpoint_sets[k] for k in entry.endpoint_keys if k in endpoint_sets]
     return tuple(sorted(resources, key=lambda r: r.key))

@@ -12,13 +12,13 @@ BackendTLSPolicy (`STREAM_TRANSPORTS`).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from coxswain_controller.translate.backends.grants import Grants
+from coxswain_controller.translate.backends.policies import PolicyRead, policy_targets, read_policy
 from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.guard import MALFORMED, guarded
 from coxswain_controller.translate.inputs import Inputs, Obj, created, meta, name, namespace, spec
@@ -64,11 +64,14 @@ class BackendResolver:
         self._policies: dict[tuple[str, str], list[Obj]] = {}
         # Every endpoint set a resolved reference points at, by key, for the snapshots.
         self.endpoint_sets: dict[str, EndpointSet] = {}
+        # Every BackendTLSPolicy that could be read, by (namespace, name), for its status.
+        self.policies: dict[tuple[str, str], PolicyRead] = {}
         policies = inputs.all("BackendTLSPolicy")
-        for policy, targets in guarded(
-            "BackendTLSPolicy", policies, lambda p: _policy_targets(inputs, p), self.malformed
+        for policy, read in guarded(
+            "BackendTLSPolicy", policies, lambda p: _read_whole(inputs, p), self.malformed
         ):
-            for target in targets:
+            self.policies[(namespace(policy), name(policy))] = read
+            for target in {service for service, _ in policy_targets(policy)}:
                 self._policies.setdefault((namespace(policy), target), []).append(policy)
 
     @property
@@ -261,55 +264,10 @@ class BackendResolver:
         ]
         if not applicable:
             return None
-        return _policy_tls(self._inputs, min(applicable, key=rank))
-
-
-def _policy_tls(inputs: Inputs, policy: Obj) -> UpstreamTLS | tuple[Reason, str]:
-    validation = spec(policy).get("validation") or {}
-    hostname = str(validation.get("hostname") or "")
-    where = f"BackendTLSPolicy {namespace(policy)}/{name(policy)}"
-    if not hostname or hostname.startswith("*"):
-        return (
-            Reason.UNSUPPORTED_PROTOCOL,
-            f"{where} cannot be honored: validation.hostname must be a precise name",
-        )
-    if validation.get("subjectAltNames"):
-        return (
-            Reason.UNSUPPORTED_PROTOCOL,
-            f"{where} cannot be honored: subjectAltNames are not supported",
-        )
-    well_known = validation.get("wellKnownCACertificates")
-    if well_known:
-        if well_known != "System":
-            return (
-                Reason.UNSUPPORTED_PROTOCOL,
-                f"{where} cannot be honored: unknown wellKnownCACertificates {well_known}",
-            )
-        return UpstreamTLS(sni=hostname, system_roots=True)
-    bundle = b""
-    for ref in validation.get("caCertificateRefs") or []:
-        kind = ref.get("kind", "ConfigMap")
-        holder = (
-            inputs.get(kind, namespace(policy), str(ref.get("name", "")))
-            if kind in ("ConfigMap", "Secret")
-            else None
-        )
-        data = (holder or {}).get("data") or {}
-        pem = data.get("ca.crt", "")
-        if kind == "Secret" and pem:
-            pem = base64.b64decode(pem).decode(errors="replace")
-        if "BEGIN CERTIFICATE" not in pem:
-            return (
-                Reason.UNSUPPORTED_PROTOCOL,
-                f"{where} cannot be honored: {kind} {ref.get('name')} holds no ca.crt certificate",
-            )
-        bundle += pem.encode()
-    if not bundle:
-        return (
-            Reason.UNSUPPORTED_PROTOCOL,
-            f"{where} cannot be honored: no caCertificateRefs and no wellKnownCACertificates",
-        )
-    return UpstreamTLS(sni=hostname, ca_bundle_pem=bundle)
+        read = self.policies[(ns, name(min(applicable, key=rank)))]
+        if read.tls is None:
+            return Reason.UNSUPPORTED_PROTOCOL, read.refusal
+        return read.tls
 
 
 def _unresolved(weight: int, problem: tuple[Reason, str], filters: tuple[Any, ...]) -> Resolved:
@@ -332,15 +290,11 @@ def _protocol(port: Mapping[str, Any]) -> BackendProtocol:
     return _PROTOCOLS.get(str(port.get("appProtocol") or ""), BackendProtocol.HTTP1)
 
 
-def _policy_targets(inputs: Inputs, policy: Obj) -> list[str]:
-    """The Services a BackendTLSPolicy targets, by name, after reading the whole policy, so
-    that a malformed one is caught here rather than in the middle of a route's resolution."""
-    _policy_tls(inputs, policy)
-    return [
-        str(t.get("name", ""))
-        for t in spec(policy).get("targetRefs") or []
-        if t.get("kind", "Service") == "Service" and not t.get("group")
-    ]
+def _read_whole(inputs: Inputs, policy: Obj) -> PolicyRead:
+    """A BackendTLSPolicy read through, targets included, so that a malformed one is caught
+    here rather than in the middle of a route's resolution."""
+    policy_targets(policy)
+    return read_policy(inputs, policy)
 
 
 def _slice_service(slice_: Obj) -> str:

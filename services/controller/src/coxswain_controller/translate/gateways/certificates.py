@@ -1,9 +1,14 @@
-"""TLS Secrets to certificates a proxy can serve, and the names each certificate carries.
+"""TLS Secrets to certificates a proxy can serve, and the names each certificate carries; CA
+bundles (`ca.crt`) to the trust a proxy loads.
 
 A certificate never changes a listener's hostname: a listener with a hostname serves its
 certificate for that name; a hostless listener serves it for the DNS names the certificate
 itself carries (spec 003: "Hostless HTTPS listeners merge whatever their certificates, each
 selected by the names it carries").
+
+A CA bundle is the `ca.crt` key of a ConfigMap (as written) or of a Secret (base64, as Secret
+data is), read whole: every certificate in it is trusted, and a bundle none of which parses is
+refused. Both a Gateway's frontend validation and a BackendTLSPolicy read them here.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from cryptography.hazmat.primitives import serialization
 
 from coxswain_controller.translate.inputs import Obj, name, namespace
 
-__all__ = ["Certificate", "load_tls_secret"]
+__all__ = ["CA_KINDS", "Certificate", "load_ca_bundle", "load_tls_secret"]
+
+CA_KINDS = ("ConfigMap", "Secret")  # the kinds a CA bundle reference may name (core group)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,3 +54,17 @@ def load_tls_secret(secret: Obj) -> Certificate | str:
     except x509.ExtensionNotFound:
         names = ()
     return Certificate(f"{namespace(secret)}/{name(secret)}", chain, key, names)
+
+
+def load_ca_bundle(holder: Obj, kind: str) -> bytes | str:
+    """The PEM certificates in a ConfigMap's or Secret's `ca.crt`, or why there are none."""
+    where = f"{kind} {namespace(holder)}/{name(holder)}"
+    raw = (holder.get("data") or {}).get("ca.crt")
+    if not raw:
+        return f"{where} has no ca.crt"
+    try:
+        pem = base64.b64decode(raw, validate=True) if kind == "Secret" else str(raw).encode()
+        certificates = x509.load_pem_x509_certificates(pem)
+    except (ValueError, TypeError, binascii.Error) as err:
+        return f"{where} holds no usable CA certificate in ca.crt: {err}"
+    return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certificates)

@@ -25,6 +25,7 @@ from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways.certificates import Certificate, load_tls_secret
 from coxswain_controller.translate.gateways.classes import ClassState, is_dedicated_ref
+from coxswain_controller.translate.gateways.gateway_tls import GatewayTls, read_gateway_tls
 from coxswain_controller.translate.guard import guarded
 from coxswain_controller.translate.inputs import (
     Inputs,
@@ -58,7 +59,8 @@ ROUTE_KINDS = {
     "TCP": ("TCPRoute",),
     "UDP": ("UDPRoute",),
 }
-IGNORED_FIELDS = ("addresses", "tls", "allowedListeners")
+# spec.tls is honoured (issue 17: client certificates both ways, `gateway_tls`).
+IGNORED_FIELDS = ("addresses", "allowedListeners")
 
 
 @dataclass(slots=True, eq=False)
@@ -94,6 +96,8 @@ class GatewayState:
     # What it asks of its infrastructure (provision/infrastructure.py); None when nothing is
     # provisioned for it (a shared Gateway without --vip-service-type).
     infrastructure: Infrastructure | None = None
+    # spec.tls: client certificate validation per HTTPS port, the backend client certificate.
+    tls: GatewayTls = field(default_factory=GatewayTls)
 
     @property
     def namespace(self) -> str:
@@ -169,13 +173,15 @@ def _gateway(
         state.problems += state.infrastructure.problems
         ignored = tuple(k for k in IGNORED_FIELDS if k != "addresses")
     # Spec 003 "Listeners": "Not supported in this release, reported and ignored: spec.addresses
-    # ..., spec.tls, and spec.allowedListeners (ListenerSets)."
+    # ..., spec.tls, and spec.allowedListeners (ListenerSets)." spec.tls is supported since.
     state.notes += [
         f"spec.{key} is not supported in this release and is ignored"
         for key in ignored
         if spec(obj).get(key)
     ]
     _resolve_conflicts(state.listeners)
+    # After conflicts, so that only listeners still served have their clients' CAs checked.
+    state.tls = read_gateway_tls(inputs, obj, state.listeners, grants)
     _overlapping_tls(state.listeners)
     return state
 

@@ -6,6 +6,13 @@ Listeners: "one entry per declared listener, with Accepted, Programmed, Resolved
 Conflicted, supportedKinds ... and attachedRoutes, which counts only routes that are served."
 OverlappingTLSConfig is added to a listener only while it holds (Gateway API: the condition is
 never written False).
+
+spec.tls (`gateway_tls`): a Gateway whose spec.tls.backend names a client certificate gets a
+ResolvedRefs condition — False with the reference's reason when it is unusable (GatewayBackendTLS:
+"the ResolvedRefs condition on the Gateway MUST be set to False with the Reason
+InvalidClientCertificateRef"), else False with ListenersNotResolved while a listener's is, else
+True. A Gateway with an AllowInsecureFallback port gets InsecureFrontendValidationMode True with
+ConfigurationChanged, "removed as soon as FrontendValidationModeType is changed back".
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ __all__ = ["gateway_events", "gateway_verdict"]
 
 # Spec 003 "Events": "InvalidCertificate for a TLS Secret that is missing or unusable", "Rejected
 # for a translation problem".
-_CERTIFICATE_REASONS = {Reason.INVALID_CERTIFICATE_REF, Reason.REF_NOT_PERMITTED}
+_CERTIFICATE_REASONS = {
+    Reason.INVALID_CERTIFICATE_REF,
+    Reason.REF_NOT_PERMITTED,
+    Reason.INVALID_CA_CERTIFICATE_REF,
+    Reason.INVALID_CA_CERTIFICATE_KIND,
+    Reason.INVALID_CLIENT_CERTIFICATE_REF,
+}
 
 _DEFAULTS = {
     ConditionType.ACCEPTED: Condition(
@@ -108,11 +121,45 @@ def gateway_verdict(gateway: GatewayState, address: AddressOutcome | None = None
         ref,
         generation(gateway.obj),
         uid(gateway.obj),
-        (accepted, programmed),
+        (accepted, programmed, *_tls_conditions(gateway, listeners)),
         listeners,
         gateway.scope,
         address.addresses,
     )
+
+
+def _tls_conditions(
+    gateway: GatewayState, listeners: tuple[ListenerVerdict, ...]
+) -> tuple[Condition, ...]:
+    """The conditions spec.tls adds to the Gateway's own (none when it asks nothing of them)."""
+    found: list[Condition] = []
+    resolved = gateway.tls.backend_refs
+    if resolved is not None and resolved.status:
+        unresolved = [
+            x.name
+            for x in listeners
+            for c in x.conditions
+            if c.type is ConditionType.RESOLVED_REFS and not c.status
+        ]
+        if unresolved:
+            message = f"listener(s) {', '.join(unresolved)} have unresolved references"
+            resolved = Condition(
+                ConditionType.RESOLVED_REFS, False, Reason.LISTENERS_NOT_RESOLVED, message
+            )
+    if resolved is not None:
+        found.append(resolved)
+    if gateway.tls.insecure_ports:
+        ports = ", ".join(map(str, gateway.tls.insecure_ports))
+        message = f"client certificates are not verified on port(s) {ports} (AllowInsecureFallback)"
+        found.append(
+            Condition(
+                ConditionType.INSECURE_FRONTEND_VALIDATION_MODE,
+                True,
+                Reason.CONFIGURATION_CHANGED,
+                message,
+            )
+        )
+    return tuple(found)
 
 
 def gateway_events(gateway: GatewayState) -> list[Event]:
@@ -120,6 +167,9 @@ def gateway_events(gateway: GatewayState) -> list[Event]:
     listeners' refusals and unresolved references, and fields it ignores."""
     rejected = [p.message for p in gateway.problems] + list(gateway.notes)
     certificates: list[str] = []
+    backend = gateway.tls.backend_refs
+    if backend is not None and not backend.status:
+        certificates.append(backend.message)
     for listener in gateway.listeners:
         for problem in listener.problems:
             if problem.status and problem.type is not ConditionType.CONFLICTED:
