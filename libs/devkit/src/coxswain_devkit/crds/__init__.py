@@ -8,14 +8,17 @@ beside it, the alpha ones present but unserved); `experimental()` holds the same
 alpha versions served (deprecated) and the experimental channel's own kinds in
 gateway.networking.x-k8s.io (XBackend, XBackendTrafficPolicy, XMesh). Apply one channel through
 the API (or `ApiServer.apply`) to make the Gateway API served; delete its CRDs to take it away.
-`coxswain()` holds Coxswain's own (CoxswainIngressClassParameters and
-CoxswainGatewayParameters), which the emulator CLI always serves. The CoxswainGatewayParameters
-file is the one in deploy/crds/, byte for byte (crds_test checks it).
+`coxswain()` holds Coxswain's own (CoxswainGatewayParameters and
+CoxswainIngressClassParameters), which the emulator CLI always serves: the files in deploy/crds/
+that a cluster installs, never a copy. Pants packages them into this package (BUILD: relocated
+here and wrapped as resources), so a wheel or PEX has them; run from a checkout, they are read
+where they are.
 """
 
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -23,13 +26,11 @@ import yaml
 RELEASE = "v1.6.3"  # the Gateway API release both files follow
 STANDARD = "gateway-api-standard.yaml"
 EXPERIMENTAL = "gateway-api-experimental.yaml"
-COXSWAIN = "coxswain.yaml"
-GATEWAY_PARAMETERS = "coxswaingatewayparameters.yaml"  # a copy of deploy/crds/'s
+DEPLOYED = ("coxswaingatewayparameters.yaml", "coxswainingressclassparameters.yaml")  # Coxswain's
 
 
 def _load(name: str) -> list[dict[str, Any]]:
-    text = resources.files(__name__).joinpath(name).read_text()
-    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict)]
+    return _documents(resources.files(__name__).joinpath(name).read_text())
 
 
 def standard() -> list[dict[str, Any]]:
@@ -43,4 +44,21 @@ def experimental() -> list[dict[str, Any]]:
 
 
 def coxswain() -> list[dict[str, Any]]:
-    return _load(COXSWAIN) + _load(GATEWAY_PARAMETERS)
+    return [doc for name in DEPLOYED for doc in _documents(deployed_text(name))]
+
+
+def deployed_text(name: str) -> str:
+    """One of deploy/crds/'s files: as packaged with the devkit, else from the checkout."""
+    packaged = resources.files(__name__).joinpath(name)
+    if packaged.is_file():
+        return packaged.read_text()
+    return (checkout_crds() / name).read_text()
+
+
+def checkout_crds() -> Path:
+    """deploy/crds/ of the checkout this file is in (the root is five levels up)."""
+    return Path(__file__).resolve().parents[5] / "deploy" / "crds"
+
+
+def _documents(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict)]

@@ -3,14 +3,14 @@
 Covers that each channel holds the CRDs the current Gateway API release (`crds.RELEASE`) ships in
 it, every kind with the versions it serves there (and those it keeps unserved), its scope, its
 status subresource and its deprecation warnings, as the emulator's registry reads them; that
-every bundled schema is structural; and that Coxswain's CoxswainGatewayParameters is the
-deploy/crds/ file itself. Serving them over HTTP is covered in apiserver/discovery_test.py, and
-upstream-shaped manifests applied with kubectl in apiserver/gateway_api_kubectl_test.py.
+every bundled schema is structural; and that Coxswain's own CRDs are the deploy/crds/ files
+themselves, with the fields the controller reads. Serving them over HTTP is covered in
+apiserver/discovery_test.py, and upstream-shaped manifests applied with kubectl in
+apiserver/gateway_api_kubectl_test.py.
 """
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -103,11 +103,13 @@ def test_both_channels_are_of_one_release_and_name_their_channel() -> None:
 DEPLOY_CRDS = Path(__file__).resolve().parents[5] / "deploy" / "crds"
 
 
-def test_the_gateway_parameters_crd_is_the_one_deployed() -> None:
-    # The emulator must serve exactly what a cluster installs from deploy/crds/.
-    shipped = (DEPLOY_CRDS / crds.GATEWAY_PARAMETERS).read_bytes()
-    served = resources.files(crds).joinpath(crds.GATEWAY_PARAMETERS).read_bytes()
-    assert served == shipped
+def test_coxswain_crds_are_the_deployed_files() -> None:
+    # The emulator must serve exactly what a cluster installs from deploy/crds/: every file
+    # there, as it is (packaged with the devkit by Pants, or read from the checkout).
+    shipped = sorted(path.name for path in DEPLOY_CRDS.glob("*.yaml"))
+    assert sorted(crds.DEPLOYED) == shipped
+    for name in shipped:
+        assert crds.deployed_text(name) == (DEPLOY_CRDS / name).read_text(), name
 
 
 def test_coxswain_kinds_are_served_as_the_controller_expects() -> None:
@@ -119,6 +121,7 @@ def test_coxswain_kinds_are_served_as_the_controller_expects() -> None:
         True,
     )
     assert served["CoxswainIngressClassParameters"].namespaced is False
+    assert len(crds.coxswain()) == 2
 
 
 def _structural_problems(schema: dict[str, Any], where: str) -> list[str]:
@@ -158,6 +161,17 @@ def test_the_gateway_parameters_schema_is_structural() -> None:
         "labels",
         "podTemplate",
     }
+
+
+def test_the_ingress_class_parameters_schema_has_the_fields_the_controller_reads() -> None:
+    (crd,) = [
+        c for c in crds.coxswain() if c["spec"]["names"]["kind"] == "CoxswainIngressClassParameters"
+    ]
+    (version,) = crd["spec"]["versions"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert set(spec) == {"defaultAnnotations", "accessLog"}
+    assert spec["defaultAnnotations"]["additionalProperties"]["type"] == "string"
+    assert spec["accessLog"]["properties"]["enabled"]["type"] == "boolean"
 
 
 @pytest.mark.parametrize(
