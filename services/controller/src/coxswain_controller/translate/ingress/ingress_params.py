@@ -7,10 +7,9 @@ annotations can override) and spec.accessLog (per-class access-log suppression).
 
 As a GatewayClass whose parameters cannot be honored serves none of its Gateways (spec 003), a
 class whose parameters cannot be honored — another kind, a namespaced reference, an object that
-is absent or malformed — serves none of its Ingresses, and each says why. The fields are read
-and checked; this release reads no Ingress annotation besides the legacy class one (which a
-class-level default cannot meaningfully set) and keeps no access log, so a class that sets them
-is served and told, once, that they have no effect yet.
+is absent or malformed — serves none of its Ingresses, and each says why. The default
+annotations lie under each Ingress's own (`annotations.policy`); this release keeps no access
+log, so a class that turns it off is served and told, once, that it has no effect yet.
 """
 
 from __future__ import annotations
@@ -70,8 +69,6 @@ def _read(parameters: Obj) -> ClassParameters | str:
     if not isinstance(enabled, bool):
         return f"{where}: spec.accessLog.enabled must be true or false"
     unused = []
-    if defaults:
-        unused.append("spec.defaultAnnotations (no Ingress annotation is read in this release)")
     if not enabled:
         unused.append("spec.accessLog (the proxy keeps no access log in this release)")
     return ClassParameters(dict(defaults), enabled, tuple(unused))

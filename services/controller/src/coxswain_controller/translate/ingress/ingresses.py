@@ -6,17 +6,26 @@ annotation naming one; else, with neither, the IngressClass marked default, if i
 Ingresses share the Ingress ports and merge by host and path; on an identical host and path
 the older Ingress wins and the newer gets a Warning Event. An Ingress wildcard host covers
 exactly one label. `defaultBackend` answers what no rule claims.
+
+ingress-nginx's annotations (over the class's `defaultAnnotations`) are read into a policy
+(`annotations`); every one refused, unknown or ignored gets an InvalidAnnotation Warning Event,
+and a refused one (a snippet, a value that cannot be honoured, a feature not built yet) leaves
+the Ingress's paths unserved rather than served wrong. The stages after reading: hosts whose
+paths are regexes (`regex_hosts`), canaries matched to their mains (`canaries`), and each
+served Ingress lowered into rules (`lowering`), oldest first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.certificates import load_tls_secret
 from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_event
+from coxswain_controller.translate.ingress import canaries, lowering, regex_hosts
+from coxswain_controller.translate.ingress.canaries import INVALID_ANNOTATION
 from coxswain_controller.translate.ingress.ingress_params import ClassParameters, class_parameters
+from coxswain_controller.translate.ingress.plans import IngressPlan, read_plan
 from coxswain_controller.translate.inputs import (
     Inputs,
     Obj,
@@ -32,27 +41,12 @@ from coxswain_controller.translate.inputs import (
 from coxswain_controller.translate.result import Event, IngressVerdict, ObjectRef
 from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_controller.translate.tables import ScopeTables
-from coxswain_routing import (
-    Match,
-    PathMatch,
-    PathType,
-    RouteId,
-    Rule,
-    TlsCertificate,
-    WildcardScope,
-)
+from coxswain_routing import Rule, TlsCertificate, WildcardScope
 
-__all__ = ["ingress_verdicts", "ingresses"]
+__all__ = ["claimed_ingresses", "ingress_verdicts", "ingresses"]
 
 LEGACY_ANNOTATION = "kubernetes.io/ingress.class"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
-# Rule index of a defaultBackend: after every rule of its Ingress.
-DEFAULT_BACKEND_INDEX = 1_000_000
-_PATH_TYPES = {
-    "Prefix": PathType.PATH_PREFIX,
-    "Exact": PathType.EXACT,
-    "ImplementationSpecific": PathType.IMPLEMENTATION_SPECIFIC,
-}
 
 
 def _classes(inputs: Inputs, options: Options) -> tuple[dict[str, Obj], str | None]:
@@ -94,6 +88,13 @@ def claimed_ingresses(
 ) -> list[Obj]:
     """The Ingresses of our classes whose parameters can be honored, oldest first (the order
     conflicts are settled in). `malformed` also receives each refused class's Events."""
+    return [ingress for ingress, _, _ in _claimed(inputs, options, malformed)]
+
+
+def _claimed(
+    inputs: Inputs, options: Options, malformed: list[Event] | None = None
+) -> list[tuple[Obj, str, ClassParameters]]:
+    """`claimed_ingresses`, each with its class and the class's parameters."""
     events: list[Event] = [] if malformed is None else malformed
     ours, default = _classes(inputs, options)
     parameters = _parameters(inputs, ours)
@@ -114,8 +115,8 @@ def claimed_ingresses(
             message = f"IngressClass {class_name}: {verdict}; the Ingress is not served"
             events.append(Event(ref, uid(ingress), "Warning", "InvalidParameters", message))
             continue
-        claimed.append(ingress)
-    claimed.sort(key=lambda i: (created(i), namespace(i), name(i)))
+        claimed.append((ingress, class_name, verdict))
+    claimed.sort(key=lambda c: (created(c[0]), namespace(c[0]), name(c[0])))
     return claimed
 
 
@@ -147,130 +148,143 @@ def ingresses(
 def _ingresses(
     inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
 ) -> list[Event]:
+    """The stages, in order: read each Ingress (annotations included), load certificates,
+    find the regex hosts and their patterns, match canaries to mains, then lower and add each
+    served Ingress, oldest first."""
     events: list[Event] = []
-    claimed = claimed_ingresses(inputs, options, events)
-    owners: dict[tuple[str, str, str], Obj] = {}
-    for ingress in claimed:
+    plans = _plans(inputs, options, events)
+    names = _certificates(plans, inputs, options, tables)
+    patterns = regex_hosts.patterns(plans, regex_hosts.enforced_hosts(plans))
+    attached, canary_events = canaries.attach(plans)
+    ctx = lowering.Context(resolver, options.ingress_https_port, patterns, names, attached)
+    owners: dict[tuple[str, str, str], IngressPlan] = {}
+    for plan in plans:
+        events += _annotation_events(plan)
+        if plan.served and not plan.canary:
+            events += _serve(plan, ctx, options, tables, owners)
+        elif plan.tls_problems:
+            message = "; ".join(plan.tls_problems)
+            events.append(Event(plan.ref, plan.uid, "Warning", "Rejected", message))
+        events += [e for e in canary_events if e.ref == plan.ref]
+    return events
+
+
+def _plans(inputs: Inputs, options: Options, events: list[Event]) -> list[IngressPlan]:
+    """Every claimed Ingress read, oldest first; one that cannot be read is left out."""
+    plans = []
+    for ingress, class_name, parameters in _claimed(inputs, options, events):
         try:
-            # A dry run into throwaway tables reads everything the real one will, so a
-            # malformed Ingress is caught before it has added half its rules.
-            _ingress(ingress, options, resolver, ScopeTables(), dict(owners), inputs)
+            plans.append(read_plan(ingress, class_name, parameters.default_annotations))
         except MALFORMED as exc:
             events.append(malformed_event("Ingress", ingress, exc))
-            continue
-        events += _ingress(ingress, options, resolver, tables, owners, inputs)
-    return events
+    return plans
 
 
-def _ingress(
-    ingress: Obj,
+def _annotation_events(plan: IngressPlan) -> list[Event]:
+    """InvalidAnnotation: each annotation refused, unknown or ignored, and each path a regex
+    host cannot read."""
+    found = [
+        Event(plan.ref, plan.uid, "Warning", INVALID_ANNOTATION, v.message)
+        for v in plan.policy.events()
+    ]
+    for refusal in plan.refusals:
+        message = f"{refusal}; the Ingress's paths are not served"
+        found.append(Event(plan.ref, plan.uid, "Warning", INVALID_ANNOTATION, message))
+    return found
+
+
+def _serve(
+    plan: IngressPlan,
+    ctx: lowering.Context,
     options: Options,
-    resolver: BackendResolver,
     tables: ScopeTables,
-    owners: dict[tuple[str, str, str], Obj],
-    inputs: Inputs,
+    owners: dict[tuple[str, str, str], IngressPlan],
 ) -> list[Event]:
-    ref = ObjectRef("Ingress", namespace(ingress), name(ingress))
-    problems: list[str] = []
-    conflicts: list[str] = []
-    index = 0
-    for rule in spec(ingress).get("rules") or []:
-        host = str(rule.get("host") or "").lower()
-        for path in (rule.get("http") or {}).get("paths") or []:
-            kind = _PATH_TYPES.get(
-                str(path.get("pathType", "ImplementationSpecific")),
-                PathType.IMPLEMENTATION_SPECIFIC,
-            )
-            value = str(path.get("path") or "/")
-            owner = owners.setdefault((host, kind.value, value), ingress)
-            if owner is not ingress:
-                conflicts.append(
-                    f"{host or '*'}{value} is served by the older Ingress "
-                    f"{namespace(owner)}/{name(owner)}"
-                )
-            compiled = _rule(
-                ingress,
-                index,
-                Match(PathMatch(kind, value)),
-                path.get("backend") or {},
-                resolver,
-                problems,
-            )
-            _add(tables, options, host, compiled)
-            index += 1
-    backend = spec(ingress).get("defaultBackend")
-    if backend:
-        _add(
-            tables,
-            options,
-            "",
-            _rule(ingress, DEFAULT_BACKEND_INDEX, Match(), backend, resolver, problems),
-        )
-    problems += _tls(ingress, inputs, options, tables)
-    events = [Event(ref, uid(ingress), "Warning", "Conflicted", c) for c in conflicts]
+    try:
+        lowered = lowering.lower(plan, ctx)
+    except MALFORMED as exc:
+        return [malformed_event("Ingress", plan.obj, exc)]
+    if lowered.refused:
+        message = "cannot be served as its annotations ask: " + "; ".join(lowered.refused)
+        return [Event(plan.ref, plan.uid, "Warning", INVALID_ANNOTATION, message)]
+    conflicts = _conflicts(plan, lowered, owners)
+    for host, rules in lowered.https.items():
+        _add(tables, options.ingress_https_port, host, rules)
+    for host, rules in lowered.http.items():
+        _add(tables, options.ingress_http_port, host, rules)
+    events = [Event(plan.ref, plan.uid, "Warning", "Conflicted", c) for c in conflicts]
+    problems = list(dict.fromkeys(lowered.unresolved))
+    problems += [f"rule {p.index}: only Service backends are supported"
+                 for p in plan.paths if not p.backend.name]  # fmt: skip
+    problems += plan.tls_problems
     if problems:
-        events.append(Event(ref, uid(ingress), "Warning", "Rejected", "; ".join(problems)))
+        events.append(Event(plan.ref, plan.uid, "Warning", "Rejected", "; ".join(problems)))
     return events
 
 
-def _rule(
-    ingress: Obj,
-    index: int,
-    match: Match,
-    backend: Mapping[str, Any],
-    resolver: BackendResolver,
-    problems: list[str],
-) -> Rule:
-    rid = RouteId(created(ingress), namespace(ingress), name(ingress), "Ingress", index)
-    service = backend.get("service")
-    if not service:
-        problems.append(f"rule {index}: only Service backends are supported")
-        ref: dict[str, Any] = {"kind": "Resource", "group": "unsupported", "name": "", "port": 0}
-    else:
-        ref = {"name": service.get("name", ""), "port": _port(ingress, service, resolver)}
-    resolved = resolver.resolve(ref, route_kind="Ingress", route_namespace=namespace(ingress))
-    if resolved.problem is not None and service:
-        problems.append(resolved.problem[1])
-    return Rule(rid, (match,), backends=(resolved.backend,))
+def _conflicts(
+    plan: IngressPlan, lowered: lowering.Lowered, owners: dict[tuple[str, str, str], IngressPlan]
+) -> list[str]:
+    """On an identical host and path the older Ingress wins; the newer is told."""
+    found = []
+    for path in plan.paths:
+        if path.default:
+            continue
+        rules = lowered.https.get(path.host) or []
+        matched = next((r.matches[0].path for r in rules if r.id.rule_index == path.index), None)
+        if matched is None:
+            continue
+        owner = owners.setdefault((path.host, matched.type.value, matched.value), plan)
+        if owner is not plan:
+            found.append(
+                f"{path.host or '*'}{path.value} is served by the older Ingress "
+                f"{owner.ref.namespace}/{owner.ref.name}"
+            )
+    return found
 
 
-def _port(ingress: Obj, service: Mapping[str, Any], resolver: BackendResolver) -> Any:
-    port = service.get("port") or {}
-    if port.get("number") is not None:
-        return port["number"]
-    return resolver.port_number(
-        namespace(ingress), str(service.get("name", "")), str(port.get("name", ""))
+def _add(tables: ScopeTables, port: int, host: str, rules: list[Rule]) -> None:
+    tables.add_rules(
+        SHARED_POOL,
+        table="ingress",
+        bind_port=port,
+        host=host,
+        rules=tuple(rules),
+        listener_port=port,
+        wildcard_scope=WildcardScope.ONE_LABEL,
     )
 
 
-def _add(tables: ScopeTables, options: Options, host: str, rule: Rule) -> None:
-    scope = WildcardScope.ONE_LABEL
-    for port in (options.ingress_http_port, options.ingress_https_port):
-        tables.add_rules(
-            SHARED_POOL,
-            table="ingress",
-            bind_port=port,
-            host=host,
-            rules=(rule,),
-            listener_port=port,
-            wildcard_scope=scope,
-        )
+def _certificates(
+    plans: list[IngressPlan], inputs: Inputs, options: Options, tables: ScopeTables
+) -> tuple[str, ...]:
+    """Every readable Ingress's certificates on the HTTPS port (a certificate serves its
+    hosts whichever Ingress brings it); the names they serve, which ssl-redirect asks about."""
+    names: set[str] = set()
+    for plan in plans:
+        for secret_name, hosts in plan.tls:
+            try:
+                found = _certificate(plan, secret_name, hosts, inputs)
+            except MALFORMED as exc:
+                found = f"TLS Secret {namespace(plan.obj)}/{secret_name} cannot be read: {exc}"
+            if isinstance(found, str):
+                plan.tls_problems.append(found)
+                continue
+            tables.add_certificate(SHARED_POOL, options.ingress_https_port, found)
+            names.update(found.server_names)
+    return tuple(sorted(names))
 
 
-def _tls(ingress: Obj, inputs: Inputs, options: Options, tables: ScopeTables) -> list[str]:
-    problems = []
-    for entry in spec(ingress).get("tls") or []:
-        secret = inputs.get("Secret", namespace(ingress), str(entry.get("secretName", "")))
-        if secret is None:
-            problems.append(f"TLS Secret {namespace(ingress)}/{entry.get('secretName')} not found")
-            continue
-        loaded = load_tls_secret(secret)
-        if isinstance(loaded, str):
-            problems.append(loaded)
-            continue
-        hosts = (
-            tuple(sorted({str(h).lower() for h in entry.get("hosts") or []})) or loaded.dns_names
-        )
-        certificate = TlsCertificate(hosts, loaded.chain_pem, loaded.key_pem, loaded.source)
-        tables.add_certificate(SHARED_POOL, options.ingress_https_port, certificate)
-    return problems
+def _certificate(
+    plan: IngressPlan, secret_name: str, hosts: tuple[str, ...], inputs: Inputs
+) -> TlsCertificate | str:
+    ns = namespace(plan.obj)
+    secret = inputs.get("Secret", ns, secret_name)
+    if secret is None:
+        return f"TLS Secret {ns}/{secret_name} not found"
+    loaded = load_tls_secret(secret)
+    if isinstance(loaded, str):
+        return loaded
+    return TlsCertificate(
+        hosts or loaded.dns_names, loaded.chain_pem, loaded.key_pem, loaded.source
+    )

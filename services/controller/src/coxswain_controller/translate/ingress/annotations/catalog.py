@@ -1,0 +1,313 @@
+"""Every ingress-nginx annotation, and what Coxswain does with it.
+
+Where it sits: `read` looks each `nginx.ingress.kubernetes.io/*` key of an Ingress up here to
+learn its fate before `policy` turns the honoured ones into routing; the migration report and
+docs/migrating-from-ingress-nginx.md list the same table, so the three never disagree.
+
+The fates, and why there are exactly these:
+- honoured: mapped onto the routing model; a value that cannot be honoured refuses the Ingress.
+- ignored: accepted with no effect, because ignoring it serves the Ingress as ingress-nginx
+  would in every way a client can tell (buffering, logging, tracing), or because the proxy
+  already does what it asks in its own way. Each still gets an InvalidAnnotation Event.
+- refused: the Ingress's paths are not served. Snippets are never run (CVE-2025-1974 came from
+  them); what is not built yet is security or behaviour relevant (auth, limits, source ranges,
+  affinity, body size, backend TLS, client certificates): serving without it would be serving
+  wrong, so not serving is the safe answer until it is built.
+
+The set is ingress-nginx's own (its docs/user-guide/nginx-configuration/annotations-risk.md,
+plus the older names still seen in manifests); ingress-nginx is archived, so it is closed. A key
+with the prefix that is not here is unknown: ignored, with an Event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["CATALOG", "PREFIX", "Entry", "Fate", "OFF_IS_HARMLESS", "entry"]
+
+PREFIX = "nginx.ingress.kubernetes.io/"
+
+
+class Fate(StrEnum):
+    HONOURED = "honoured"
+    IGNORED = "ignored"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    group: str  # the docs table's grouping
+    fate: Fate
+    note: str  # how it is honoured, or why it is ignored or refused
+    never: bool = False  # a snippet: refused for good, not "not supported yet"
+
+
+def _h(group: str, note: str) -> Entry:
+    return Entry(group, Fate.HONOURED, note)
+
+
+def _i(group: str, note: str) -> Entry:
+    return Entry(group, Fate.IGNORED, note)
+
+
+def _later(group: str, note: str) -> Entry:
+    return Entry(group, Fate.REFUSED, f"not supported yet: {note}")
+
+
+SNIPPET = "snippets are never run: raw nginx configuration is what CVE-2025-1974 came through"
+BUFFERING = "the proxy streams request and response bodies; buffering changes nothing a client sees"
+AUTH = "external and basic authentication are not built yet"
+LIMITS = "rate and connection limits are not built yet"
+AFFINITY = "session affinity by cookie is not built yet"
+BACKEND_TLS = (
+    "backend certificate settings are not built yet (a BackendTLSPolicy verifies backends)"
+)
+CLIENT_TLS = "client certificate authentication on Ingress hosts is not built yet"
+TRACING = "the proxy's own logs and metrics apply; it sends no traces"
+
+_ENTRIES: dict[str, Entry] = {
+    # Rewrite and regex paths
+    "rewrite-target": _h(
+        "Rewrite",
+        "a URLRewrite: the whole path becomes the target (nginx rewrite), $1..$9 from the "
+        "path's regex; the host's paths become case-insensitive regexes anchored at the start",
+    ),
+    "use-regex": _h(
+        "Rewrite", "every path on the host is a case-insensitive regex anchored at the start"
+    ),
+    "app-root": _h("Rewrite", "a 302 redirect of exactly / to the app root, on each host"),
+    "preserve-trailing-slash": _i("Rewrite", "Coxswain's HTTPS redirect keeps the path as it is"),
+    "ssl-redirect": _h(
+        "Rewrite",
+        "a 308 redirect to HTTPS on the HTTP port for hosts with a TLS certificate (default on)",
+    ),
+    "force-ssl-redirect": _h(
+        "Rewrite", "a 308 redirect to HTTPS on the HTTP port, with or without TLS"
+    ),
+    "use-port-in-redirects": _i("Rewrite", "Coxswain's redirects name the listener's port"),
+    # Redirects
+    "permanent-redirect": _h("Redirect", "a RequestRedirect to the URL (301 by default)"),
+    "permanent-redirect-code": _h("Redirect", "the permanent redirect's status"),
+    "temporal-redirect": _h("Redirect", "a RequestRedirect to the URL (302 by default)"),
+    "temporal-redirect-code": _h("Redirect", "the temporal redirect's status"),
+    "from-to-www-redirect": _later("Redirect", "the www. redirect is not built yet"),
+    # Timeouts and retries
+    "proxy-connect-timeout": _i(
+        "Timeouts", "the proxy's upstream connect timeout is process-wide (5 s, as nginx's default)"
+    ),
+    "proxy-read-timeout": _h(
+        "Timeouts",
+        "timeouts.backendRequest (the larger of read and send): a bound on each attempt's whole "
+        "exchange, where nginx bounds the silence between two reads",
+    ),
+    "proxy-send-timeout": _h("Timeouts", "timeouts.backendRequest, with proxy-read-timeout"),
+    "proxy-next-upstream": _i("Timeouts", "retries follow an HTTPRoute's retry only"),
+    "proxy-next-upstream-timeout": _i("Timeouts", "retries follow an HTTPRoute's retry only"),
+    "proxy-next-upstream-tries": _i("Timeouts", "retries follow an HTTPRoute's retry only"),
+    # CORS
+    "enable-cors": _h("CORS", "a CORS filter, with ingress-nginx's defaults"),
+    "cors-allow-origin": _h("CORS", "allowOrigins (default *)"),
+    "cors-allow-methods": _h("CORS", "allowMethods"),
+    "cors-allow-headers": _h("CORS", "allowHeaders"),
+    "cors-expose-headers": _h("CORS", "exposeHeaders"),
+    "cors-allow-credentials": _h("CORS", "allowCredentials (default true)"),
+    "cors-max-age": _h("CORS", "maxAge (default 1728000)"),
+    # Request headers
+    "upstream-vhost": _h("Headers", "a URLRewrite of the Host header"),
+    "x-forwarded-prefix": _h("Headers", "a RequestHeaderModifier setting X-Forwarded-Prefix"),
+    "custom-headers": _later("Headers", "response headers from a ConfigMap are not built yet"),
+    "connection-proxy-header": _i("Headers", "the proxy manages upstream connections itself"),
+    "proxy-http-version": _i("Headers", "the proxy speaks HTTP/1.1 to HTTP backends"),
+    "proxy-redirect-from": _later("Headers", "rewriting a backend's Location is not built yet"),
+    "proxy-redirect-to": _later("Headers", "rewriting a backend's Location is not built yet"),
+    "proxy-cookie-domain": _later("Headers", "rewriting Set-Cookie is not built yet"),
+    "proxy-cookie-path": _later("Headers", "rewriting Set-Cookie is not built yet"),
+    # Backends
+    "backend-protocol": _h(
+        "Backends",
+        "HTTP, H2C and GRPC onto the backend's protocol; HTTPS and GRPCS with the TLS a "
+        "BackendTLSPolicy on the Service gives (AJP, FCGI and AUTO_HTTP refused)",
+    ),
+    "service-upstream": _i("Backends", "the proxy balances over the Service's endpoints"),
+    "load-balance": _i("Backends", "the proxy balances by weighted round robin"),
+    "upstream-hash-by": _later("Backends", "consistent hashing is not built yet"),
+    "upstream-hash-by-subset": _later("Backends", "consistent hashing is not built yet"),
+    "upstream-hash-by-subset-size": _later("Backends", "consistent hashing is not built yet"),
+    "default-backend": _later("Backends", "a per-Ingress default backend is not built yet"),
+    "custom-http-errors": _later("Backends", "custom error pages are not built yet"),
+    "disable-proxy-intercept-errors": _i("Backends", "the proxy never intercepts errors"),
+    "fastcgi-index": _later("Backends", "FastCGI backends are not built"),
+    "fastcgi-params-configmap": _later("Backends", "FastCGI backends are not built"),
+    # Canary
+    "canary": _h("Canary", "this Ingress's paths become a share of the main Ingress's"),
+    "canary-weight": _h("Canary", "weighted backendRefs: weight against the total"),
+    "canary-weight-total": _h("Canary", "the weights' total (default 100)"),
+    "canary-by-header": _h(
+        "Canary", "a rule matching the header: always to the canary, never to the main Ingress"
+    ),
+    "canary-by-header-value": _h("Canary", "a rule matching the header's exact value"),
+    "canary-by-header-pattern": _h("Canary", "a rule matching the header by regex"),
+    "canary-by-cookie": _later("Canary", "the routing model matches no cookie"),
+    # TLS
+    "ssl-passthrough": _later("TLS", "TLS passthrough for Ingress hosts is not built yet"),
+    "ssl-ciphers": _i("TLS", "the proxy's TLS settings apply"),
+    "ssl-prefer-server-ciphers": _i("TLS", "the proxy's TLS settings apply"),
+    **{
+        f"proxy-ssl-{k}": _later("Backend TLS", BACKEND_TLS)
+        for k in ("secret", "ciphers", "name", "protocols", "verify", "verify-depth", "server-name")
+    },
+    **{
+        f"auth-tls-{k}": _later("Client certificates", CLIENT_TLS)
+        for k in (
+            "secret",
+            "verify-depth",
+            "verify-client",
+            "error-page",
+            "pass-certificate-to-upstream",
+            "match-cn",
+        )
+    },
+    # Buffering
+    **{
+        k: _i("Buffering", BUFFERING)
+        for k in (
+            "proxy-buffering",
+            "proxy-buffer-size",
+            "proxy-buffers-number",
+            "proxy-busy-buffers-size",
+            "proxy-max-temp-file-size",
+            "proxy-request-buffering",
+            "client-body-buffer-size",
+        )
+    },
+    # Limits and access
+    "proxy-body-size": _later("Limits", "a request body size limit is not built yet"),
+    **{
+        f"limit-{k}": _later("Limits", LIMITS)
+        for k in (
+            "rps",
+            "rpm",
+            "connections",
+            "burst-multiplier",
+            "rate",
+            "rate-after",
+            "allowlist",
+            "whitelist",
+        )
+    },
+    **{
+        k: _later("Limits", "global rate limits are not built yet")
+        for k in (
+            "global-rate-limit",
+            "global-rate-limit-window",
+            "global-rate-limit-key",
+            "global-rate-limit-ignored-cidrs",
+        )
+    },
+    **{
+        f"{k}-source-range": _later("Access", "source address lists are not built yet")
+        for k in ("whitelist", "allowlist", "denylist")
+    },
+    # Authentication
+    **{
+        f"auth-{k}": _later("Authentication", AUTH)
+        for k in (
+            "type",
+            "secret",
+            "secret-type",
+            "realm",
+            "url",
+            "signin",
+            "signin-redirect-param",
+            "response-headers",
+            "request-redirect",
+            "method",
+            "cache-key",
+            "cache-duration",
+            "keepalive",
+            "keepalive-requests",
+            "keepalive-timeout",
+            "keepalive-share-vars",
+            "proxy-set-headers",
+            "always-set-cookie",
+        )
+    },
+    "satisfy": _later("Authentication", AUTH),
+    "enable-global-auth": _i("Authentication", "Coxswain has no global authentication to skip"),
+    # Affinity
+    **{
+        k: _later("Affinity", AFFINITY)
+        for k in ("affinity", "affinity-mode", "affinity-canary-behavior")
+    },
+    **{
+        f"session-cookie-{k}": _later("Affinity", AFFINITY)
+        for k in (
+            "name",
+            "path",
+            "domain",
+            "expires",
+            "max-age",
+            "samesite",
+            "secure",
+            "partitioned",
+            "change-on-failure",
+            "conditional-samesite-none",
+        )
+    },
+    # Hosts and mirrors
+    "server-alias": _later("Hosts", "host aliases are not built yet"),
+    "mirror-target": _later("Mirror", "mirroring to a URL is not built yet"),
+    "mirror-host": _later("Mirror", "mirroring to a URL is not built yet"),
+    "mirror-request-body": _later("Mirror", "mirroring to a URL is not built yet"),
+    # ModSecurity
+    "enable-modsecurity": _later("ModSecurity", "Coxswain has no web application firewall"),
+    "enable-owasp-core-rules": _later("ModSecurity", "Coxswain has no web application firewall"),
+    "modsecurity-transaction-id": _later("ModSecurity", "Coxswain has no web application firewall"),
+    # Snippets
+    **{
+        k: Entry("Snippets", Fate.REFUSED, SNIPPET, never=True)
+        for k in (
+            "configuration-snippet",
+            "server-snippet",
+            "auth-snippet",
+            "stream-snippet",
+            "modsecurity-snippet",
+        )
+    },
+    # Observability
+    **{
+        k: _i("Observability", TRACING)
+        for k in (
+            "enable-opentelemetry",
+            "opentelemetry-operation-name",
+            "opentelemetry-trust-incoming-span",
+            "enable-opentracing",
+            "opentracing-trust-incoming-span",
+        )
+    },
+    "enable-access-log": _i("Observability", "the proxy keeps no access log yet"),
+    "enable-rewrite-log": _i("Observability", "the proxy keeps no rewrite log"),
+    "http2-push-preload": _i("Observability", "browsers no longer take HTTP/2 push"),
+}
+
+CATALOG: dict[str, Entry] = dict(sorted(_ENTRIES.items()))
+
+# Refused features whose "off" value asks for nothing: "false" is ignored, not refused.
+OFF_IS_HARMLESS = frozenset(
+    {
+        "ssl-passthrough",
+        "from-to-www-redirect",
+        "enable-modsecurity",
+        "enable-owasp-core-rules",
+        "auth-tls-pass-certificate-to-upstream",
+        "session-cookie-change-on-failure",
+        "session-cookie-conditional-samesite-none",
+        "session-cookie-partitioned",
+    }
+)
+
+
+def entry(name: str) -> Entry | None:
+    """The catalog entry of an annotation name without the prefix; None: unknown."""
+    return CATALOG.get(name)
