@@ -68,7 +68,7 @@ class RequestCycle:
     __slots__ = (
         "conn", "rt", "method", "url", "headers", "version", "keep_alive", "upgrade", "host",
         "phase", "request_done", "plan", "bplan", "picker", "route", "cors", "head", "chunked",
-        "replay", "mirrors", "origin", "upstream", "attempts", "body", "pending", "held",
+        "replay", "kept", "mirrors", "origin", "upstream", "attempts", "body", "pending", "held",
         "started_at", "attempt_timer", "request_timer", "out", "status", "rechunk",
         "until_close",
     )  # fmt: skip
@@ -106,6 +106,7 @@ class RequestCycle:
         self.head = b""  # the request head to send upstream
         self.chunked = False  # the client sent its body chunked: it goes upstream chunked
         self.replay: list[bytes] | None = None  # the whole body so far, for retries and mirrors
+        self.kept = 0  # its bytes (beyond `Config.replay_limit`, nothing is kept)
         self.mirrors: list[tuple[Origin, bytes]] = []  # (origin, Host) of each copy to send
         # The attempts.
         self.origin: Origin | None = None
@@ -420,7 +421,8 @@ class RequestCycle:
             return  # answered already: what is left of the body goes nowhere
         if self.replay is not None:
             self.replay.append(chunk)
-            if sum(map(len, self.replay)) > self.rt.config.replay_limit:
+            self.kept += len(chunk)
+            if self.kept > self.rt.config.replay_limit:
                 self.replay = None
                 self.mirrors.clear()
         upstream = self.upstream

@@ -352,12 +352,15 @@ async def test_a_body_is_sent_again_whole(
         assert response.body == bodies.pop()
 
 
-async def test_a_body_too_long_to_keep_is_not_sent_again() -> None:
+@pytest.mark.parametrize(
+    "chunked", [pytest.param(False, id="one-piece"), pytest.param(True, id="byte-by-byte")]
+)
+async def test_a_body_too_long_to_keep_is_not_sent_again(chunked: bool) -> None:
     async with (
         backend(Scripted(RESET, OK)) as b,
         plane(b.port, retry=Retry(attempts=2), config=Config(replay_limit=4)) as p,
     ):
-        response = await request(p, "PUT", b"longer than four")
+        response = await request(p, "PUT", b"longer than four", chunked=chunked)
     assert response.status == 503
     assert len(b.requests) == 1
 
