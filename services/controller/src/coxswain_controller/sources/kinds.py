@@ -65,17 +65,10 @@ CORE: tuple[Kind, ...] = (
     Kind("Ingress", "networking.k8s.io", "v1", "ingresses", True, status_matters=False),
     Kind("IngressClass", "networking.k8s.io", "v1", "ingressclasses", False),
     # What the provisioner made (spec 000: "Deployment, Service, ServiceAccount"; Services and
-    # ConfigMaps are watched whole above): compared with what it should have made. Their status
-    # is nobody's concern here (the provisioner owns spec fields only).
-    Kind(
-        "Deployment",
-        "apps",
-        "v1",
-        "deployments",
-        True,
-        label_selector=PROVISIONED,
-        status_matters=False,
-    ),
+    # ConfigMaps are watched whole above): compared with what it should have made. A
+    # Deployment's available replicas tell when a Gateway moving to dedicated mode may leave
+    # the shared pool (translate/handover.py), so its status counts.
+    Kind("Deployment", "apps", "v1", "deployments", True, label_selector=PROVISIONED),
     Kind("ServiceAccount", "", "v1", "serviceaccounts", True, label_selector=PROVISIONED),
 )
 
