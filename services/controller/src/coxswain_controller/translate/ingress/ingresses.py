@@ -205,7 +205,11 @@ def _serve(
     except MALFORMED as exc:
         return [malformed_event("Ingress", plan.obj, exc)]
     if lowered.refused:
-        message = "cannot be served as its annotations ask: " + "; ".join(lowered.refused)
+        message = (
+            "cannot be served as its annotations ask: "
+            + "; ".join(lowered.refused)
+            + "; the Ingress's paths are not served"
+        )
         return [Event(plan.ref, plan.uid, "Warning", INVALID_ANNOTATION, message)]
     conflicts = _conflicts(plan, lowered, owners)
     for host, rules in lowered.https.items():
