@@ -348,15 +348,6 @@ def _own_picker_backends(routes: HostRoutes) -> Iterator[Backend]:
                 yield f.backend
 
 
-def client_certificates(resources: Iterable[Resource]) -> dict[str, TlsCertificate]:
-    """The certificate each Gateway's routes present to TLS backends, by `HostRoutes.table`."""
-    return {
-        r.table: r.backend_client_certificate
-        for r in resources
-        if isinstance(r, GatewayListeners) and r.backend_client_certificate is not None
-    }
-
-
 def _own_pickers(
     routes: dict[str, HostRoutes],
     sets: dict[str, EndpointSet],
@@ -364,7 +355,7 @@ def _own_pickers(
     certificates: dict[str, TlsCertificate],
 ) -> dict[int, EndpointPicker]:
     before = reuse.previous.own_pickers if reuse.previous is not None else {}
-    held = client_certificates(reuse.sources.values())
+    held = backend_tls.client_certificates(reuse.sources.values())
     pickers = {}
     for key, resource in routes.items():
         certificate = certificates.get(resource.table)
@@ -406,34 +397,23 @@ def _endpoints(sets: dict[str, EndpointSet], reuse: _Reuse) -> dict[str, Endpoin
     }
 
 
-def _tls_stores(
-    stores: dict[str, TlsStore], client_cas: dict[str, ClientCaStore], reuse: _Reuse
-) -> dict[int, tls.SniStore]:
-    """Each HTTPS port's certificates, with its clients' CA bundle when it verifies them."""
-    before = reuse.previous.tls if reuse.previous is not None else {}
-    by_port = {c.bind_port: (key, c) for key, c in client_cas.items()}
-    built = {}
-    # Loading certificates is the slowest step of a compile: only a port whose certificates or
-    # client CA bundle changed is reloaded.
-    for key, store in stores.items():
-        ca_key, client_ca = by_port.get(store.bind_port, (f"client-ca/{store.bind_port}", None))
-        same_ca = reuse.sources.get(ca_key) is client_ca
-        if reuse.kept(key, store) and same_ca and store.bind_port in before:
-            built[store.bind_port] = before[store.bind_port]
-        else:
-            built[store.bind_port] = tls.build_store(store, client_ca=client_ca)
-    return built
-
-
-def _fronts(stores: dict[int, tls.SniStore], reuse: _Reuse) -> dict[int, ssl.SSLContext]:
-    """The context each HTTPS port's handshakes start with, one per store (`tls.front_context`)."""
-    previous = reuse.previous
-    return {
-        port: previous.fronts[port]
-        if previous is not None and previous.tls.get(port) is store and port in previous.fronts
-        else tls.front_context(store)
-        for port, store in stores.items()
-    }
+def _tls(
+    keyed: dict[str, Resource], reuse: _Reuse
+) -> tuple[dict[int, tls.SniStore], dict[int, ssl.SSLContext]]:
+    """Each HTTPS port's certificate store and the context its handshakes start with."""
+    before = reuse.previous
+    stores = tls.compile_stores(
+        _of_kind(keyed, TlsStore),
+        _of_kind(keyed, ClientCaStore),
+        held=reuse.sources,
+        before=before.tls if before is not None else {},
+    )
+    fronts = tls.compile_fronts(
+        stores,
+        before=before.tls if before is not None else {},
+        fronts=before.fronts if before is not None else {},
+    )
+    return stores, fronts
 
 
 def _of_kind(keyed: dict[str, Resource], kind: type[R]) -> dict[str, R]:
@@ -458,14 +438,14 @@ def compile_tables(
         sets = _of_kind(keyed, EndpointSet)
         listed = list(keyed.values())
         plans, header_ports = _plans(routes, reuse)
-        stores = _tls_stores(_of_kind(keyed, TlsStore), _of_kind(keyed, ClientCaStore), reuse)
+        stores, fronts = _tls(keyed, reuse)
         return Tables(
             router=compile_router(listed, previous.router if previous is not None else None),
             plans=plans,
             endpoints=_endpoints(sets, reuse),
-            own_pickers=_own_pickers(routes, sets, reuse, client_certificates(listed)),
+            own_pickers=_own_pickers(routes, sets, reuse, backend_tls.client_certificates(listed)),
             tls=stores,
-            fronts=_fronts(stores, reuse),
+            fronts=fronts,
             ports=_ports(listed, ingress),
             version=version,
             sources=keyed,

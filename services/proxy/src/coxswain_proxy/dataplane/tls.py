@@ -35,6 +35,7 @@ import logging
 import os
 import ssl
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from coxswain_routing import (
@@ -160,6 +161,43 @@ def build_store(
                 exact.setdefault(name.lower(), selected)
     default = by_source.get(store.default_source, first) if store.default_source else first
     return SniStore(exact, wildcard, default, verify=trust is not None)
+
+
+def compile_stores(
+    stores: Mapping[str, TlsStore],
+    client_cas: Mapping[str, ClientCaStore],
+    *,
+    held: Mapping[str, object],
+    before: Mapping[int, SniStore],
+) -> dict[int, SniStore]:
+    """Each port's store (by bind port), with its clients' CA bundle when it verifies them.
+
+    `held` are the resources `before` was compiled from, by key: loading certificates is the
+    slowest step of a compile, so a port whose `TlsStore` and `ClientCaStore` are the very
+    objects it was built from keeps its store."""
+    by_port = {c.bind_port: (key, c) for key, c in client_cas.items()}
+    built = {}
+    for key, store in stores.items():
+        port = store.bind_port
+        ca_key, client_ca = by_port.get(port, (f"client-ca/{port}", None))
+        if held.get(key) is store and held.get(ca_key) is client_ca and port in before:
+            built[port] = before[port]
+        else:
+            built[port] = build_store(store, client_ca=client_ca)
+    return built
+
+
+def compile_fronts(
+    stores: Mapping[int, SniStore],
+    *,
+    before: Mapping[int, SniStore],
+    fronts: Mapping[int, ssl.SSLContext],
+) -> dict[int, ssl.SSLContext]:
+    """The front context of each store; a store kept from `before` keeps its front."""
+    return {
+        port: fronts[port] if before.get(port) is store and port in fronts else front_context(store)
+        for port, store in stores.items()
+    }
 
 
 def front_context(store: SniStore | None) -> ssl.SSLContext:

@@ -39,12 +39,13 @@ import functools
 import os
 import ssl
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
-from coxswain_routing import TlsCertificate, UpstreamTLS
+from coxswain_routing import GatewayListeners, Resource, TlsCertificate, UpstreamTLS
 
-__all__ = ["TlsClient", "client_for"]
+__all__ = ["TlsClient", "client_certificates", "client_for"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,3 +124,12 @@ def client_for(
         _present(context, certificate)
     context.set_alpn_protocols(["h2"] if http2 else ["http/1.1"])
     return TlsClient(context, tls.sni, http2)
+
+
+def client_certificates(resources: Iterable[Resource]) -> dict[str, TlsCertificate]:
+    """The certificate each Gateway's routes present to TLS backends, by `HostRoutes.table`."""
+    return {
+        r.table: r.backend_client_certificate
+        for r in resources
+        if isinstance(r, GatewayListeners) and r.backend_client_certificate is not None
+    }
