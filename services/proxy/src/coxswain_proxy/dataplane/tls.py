@@ -1,8 +1,9 @@
 """TLS termination: each port's certificate store prebuilt into `SSLContext`s, chosen by SNI.
 
-Where it sits: `tables.compile_tables` calls `build_store` for every `TlsStore` in a snapshot,
-off the request path (loading a certificate parses PEM and checks the key), and `front_context`
-once per store: the context a handshake on that port starts with, whose SNI callback looks the
+Where it sits: `tables.compile_tables` calls `compile_stores`, which runs `build_store` for
+every `TlsStore` in a snapshot whose port changed, off the request path (loading a certificate
+parses PEM and checks the key), and `compile_fronts`, which runs `front_context` once per new
+store: the context a handshake on that port starts with, whose SNI callback looks the
 name up in that store and switches the handshake to the chosen certificate's context. The
 tables hold both; `listeners` hands each accepted connection the front of the tables served at
 that moment, so a snapshot swap (one assignment) makes a rotated certificate or client CA take
