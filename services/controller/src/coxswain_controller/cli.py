@@ -1,7 +1,8 @@
 """`coxswain-controller`: the command line.
 
 `serve` runs the controller until SIGTERM; `translate -f` runs translation offline and prints
-what it would serve and write.
+what it would serve and write; `translate -f --migration-report` prints instead, for each
+Ingress, what becomes of its ingress-nginx annotations and the HTTPRoutes meaning the same.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from coxswain_controller import api, runtime
 from coxswain_controller._version import __version__
 from coxswain_controller.api import access
 from coxswain_controller.translate import Options, goldens
+from coxswain_controller.translate.ingress import report
 from coxswain_controller.translate.provision import parameters
 from coxswain_service import admin, logs, readiness, signals
 
@@ -53,8 +55,29 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAMESPACE/NAME",
         help="as for serve: the Service whose addresses shared Gateways report",
     )
+    offline.add_argument(
+        "--migration-report",
+        action="store_true",
+        help="print each Ingress's ingress-nginx annotations with their fate (honoured, ignored, "
+        "refused and why) and the equivalent HTTPRoutes, instead of the compiled routing",
+    )
+    offline.add_argument(
+        "--report-gateway",
+        type=gateway_ref,
+        default="gateway",
+        metavar="[NAMESPACE/]NAME",
+        help="the Gateway the report's HTTPRoutes attach to (default: %(default)s)",
+    )
     _provisioning_flags(offline)
     return parser
+
+
+def gateway_ref(text: str) -> tuple[str, str]:
+    """--report-gateway: `name` or `namespace/name`."""
+    ns, _, gateway = text.rpartition("/")
+    if not gateway or "/" in ns:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME or NAMESPACE/NAME")
+    return ns, gateway
 
 
 def _kubernetes_flags(serve: argparse.ArgumentParser) -> None:
@@ -243,6 +266,10 @@ def _translate_offline(args: argparse.Namespace) -> int:
     options = Options(
         published_service=args.published_service, **runtime.provisioning_options(args)
     )
+    if args.migration_report:
+        entries = report.migration_report(documents, options, gateway=args.report_gateway)
+        sys.stdout.write(report.render_report(entries))
+        return 0
     sys.stdout.write(goldens.render_manifests(documents, options))
     return 0
 

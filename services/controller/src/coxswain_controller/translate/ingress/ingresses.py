@@ -18,6 +18,7 @@ served Ingress lowered into rules (`lowering`), oldest first.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.certificates import load_tls_secret
@@ -43,7 +44,7 @@ from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import Rule, TlsCertificate, WildcardScope
 
-__all__ = ["claimed_ingresses", "ingress_verdicts", "ingresses"]
+__all__ = ["Stages", "claimed_ingresses", "ingress_verdicts", "ingresses", "stages"]
 
 LEGACY_ANNOTATION = "kubernetes.io/ingress.class"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
@@ -145,27 +146,55 @@ def ingresses(
     return events, frozenset(services)
 
 
+@dataclass
+class Stages:
+    """What the stages before lowering make of the claimed Ingresses (the migration report
+    reads them too)."""
+
+    plans: list[IngressPlan]  # oldest first
+    certificates: list[TlsCertificate]
+    patterns: dict[tuple[str, str], regex_hosts.Pattern]
+    canaries: dict[canaries.MainKey, canaries.CanaryPath]
+    canary_events: list[Event]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name an Ingress certificate serves, which ssl-redirect asks about."""
+        return tuple(sorted({n for c in self.certificates for n in c.server_names}))
+
+    def context(self, resolver: BackendResolver, options: Options) -> lowering.Context:
+        https = options.ingress_https_port
+        return lowering.Context(resolver, https, self.patterns, self.names, self.canaries)
+
+
+def stages(inputs: Inputs, options: Options, events: list[Event]) -> Stages:
+    """Read each Ingress (annotations included), load certificates, find the regex hosts and
+    their patterns, match canaries to mains."""
+    plans = _plans(inputs, options, events)
+    certificates = _certificates(plans, inputs)
+    patterns = regex_hosts.patterns(plans, regex_hosts.enforced_hosts(plans))
+    attached, canary_events = canaries.attach(plans)
+    return Stages(plans, certificates, patterns, attached, canary_events)
+
+
 def _ingresses(
     inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
 ) -> list[Event]:
-    """The stages, in order: read each Ingress (annotations included), load certificates,
-    find the regex hosts and their patterns, match canaries to mains, then lower and add each
-    served Ingress, oldest first."""
+    """`stages`, then each served Ingress lowered and added, oldest first."""
     events: list[Event] = []
-    plans = _plans(inputs, options, events)
-    names = _certificates(plans, inputs, options, tables)
-    patterns = regex_hosts.patterns(plans, regex_hosts.enforced_hosts(plans))
-    attached, canary_events = canaries.attach(plans)
-    ctx = lowering.Context(resolver, options.ingress_https_port, patterns, names, attached)
+    found = stages(inputs, options, events)
+    for certificate in found.certificates:
+        tables.add_certificate(SHARED_POOL, options.ingress_https_port, certificate)
+    ctx = found.context(resolver, options)
     owners: dict[tuple[str, str, str], IngressPlan] = {}
-    for plan in plans:
+    for plan in found.plans:
         events += _annotation_events(plan)
         if plan.served and not plan.canary:
             events += _serve(plan, ctx, options, tables, owners)
         elif plan.tls_problems:
             message = "; ".join(plan.tls_problems)
             events.append(Event(plan.ref, plan.uid, "Warning", "Rejected", message))
-        events += [e for e in canary_events if e.ref == plan.ref]
+        events += [e for e in found.canary_events if e.ref == plan.ref]
     return events
 
 
@@ -259,24 +288,21 @@ def _add(tables: ScopeTables, port: int, host: str, rules: list[Rule]) -> None:
     )
 
 
-def _certificates(
-    plans: list[IngressPlan], inputs: Inputs, options: Options, tables: ScopeTables
-) -> tuple[str, ...]:
-    """Every readable Ingress's certificates on the HTTPS port (a certificate serves its
-    hosts whichever Ingress brings it); the names they serve, which ssl-redirect asks about."""
-    names: set[str] = set()
+def _certificates(plans: list[IngressPlan], inputs: Inputs) -> list[TlsCertificate]:
+    """Every readable Ingress's certificates for the HTTPS port: a certificate serves its hosts
+    whichever Ingress brings it. A Secret that serves nothing is its Ingress's problem."""
+    found = []
     for plan in plans:
         for secret_name, hosts in plan.tls:
             try:
-                found = _certificate(plan, secret_name, hosts, inputs)
+                loaded = _certificate(plan, secret_name, hosts, inputs)
             except MALFORMED as exc:
-                found = f"TLS Secret {namespace(plan.obj)}/{secret_name} cannot be read: {exc}"
-            if isinstance(found, str):
-                plan.tls_problems.append(found)
-                continue
-            tables.add_certificate(SHARED_POOL, options.ingress_https_port, found)
-            names.update(found.server_names)
-    return tuple(sorted(names))
+                loaded = f"TLS Secret {namespace(plan.obj)}/{secret_name} cannot be read: {exc}"
+            if isinstance(loaded, str):
+                plan.tls_problems.append(loaded)
+            else:
+                found.append(loaded)
+    return found
 
 
 def _certificate(

@@ -87,7 +87,7 @@ def lower(plan: IngressPlan, ctx: Context) -> Lowered:
     out = Lowered()
     for path in plan.paths:
         served = _served(plan, path, ctx, out)
-        if _redirects_to_https(plan.policy, path, ctx):
+        if redirects_to_https(plan.policy, path, ctx):
             redirect = _https_redirect(plan, path, ctx)
             out.add(path.host, served, http=[_compile(plan, path.index, redirect, ctx, out)])
         else:
@@ -180,8 +180,11 @@ def app_root_rule(root: str) -> dict[str, Any]:
     }
 
 
-def https_redirect_rule(match: dict[str, str], port: int) -> dict[str, Any]:
-    redirect = {"scheme": "https", "port": port, "statusCode": HTTPS_REDIRECT_CODE}
+def https_redirect_rule(match: dict[str, str], port: int = 0) -> dict[str, Any]:
+    """The HTTP port's rule for a path sent to HTTPS (`port` 0: the scheme's own, 443)."""
+    redirect: dict[str, Any] = {"scheme": "https", "statusCode": HTTPS_REDIRECT_CODE}
+    if port:
+        redirect["port"] = port
     return {
         "matches": [{"path": match}],
         "filters": [{"type": "RequestRedirect", "requestRedirect": redirect}],
@@ -227,7 +230,7 @@ def canary_header(split: Any) -> dict[str, str]:
     return {"name": split.header, "value": split.header_value or "always"}
 
 
-def _redirects_to_https(policy: Policy, path: PathPlan, ctx: Context) -> bool:
+def redirects_to_https(policy: Policy, path: PathPlan, ctx: Context) -> bool:
     if policy.redirect is not None or path.value.startswith(ACME_CHALLENGES):
         return False
     if policy.force_ssl_redirect:
