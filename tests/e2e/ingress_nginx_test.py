@@ -137,7 +137,11 @@ class Cluster:
 
     def events(self, name: str) -> list[tuple[str, str, str]]:
         found = self.core.list_namespaced_event(NS).items
-        return [(e.type, e.reason, e.message) for e in found if e.involved_object.name == name]
+        return [
+            (str(e.type), str(e.reason), str(e.message))
+            for e in found
+            if e.involved_object.name == name
+        ]
 
     @property
     def http(self) -> int:
