@@ -8,10 +8,11 @@ the translation itself, so what it says an Ingress gets is what Coxswain would s
 
 For each Ingress: every ingress-nginx annotation with its fate (honoured, ignored or refused,
 and why), whether Coxswain would serve it, and — when it would — the Gateway API HTTPRoutes
-meaning the same: one per host, attached to `--report-gateway`, with the HTTPS redirect as a
-route of its own on the `http` listener where ssl-redirect applies, a canary's split folded into
-its main's route. What the Gateway API cannot say is listed under `notes` rather than dropped
-silently: a rewrite-target with captures, backend-protocol, and regex paths' ordering.
+meaning the same: one per host, attached to `--report-gateway`; where ssl-redirect applies, one
+per listener (`https` serving the paths, `http` answering them with the redirect); a canary's
+split folded into its main's route. What the Gateway API cannot say is listed under `notes`
+rather than dropped silently: a rewrite-target with captures, backend-protocol, regex paths'
+ordering.
 """
 
 from __future__ import annotations
@@ -222,28 +223,32 @@ def _notes(plan: IngressPlan, found: Stages, ctx: lowering.Context) -> list[str]
 def _routes(
     plan: IngressPlan, ctx: lowering.Context, gateway: tuple[str, str]
 ) -> list[dict[str, Any]]:
+    """One HTTPRoute per host; where ssl-redirect applies, one per listener: `https` serves
+    the paths, `http` answers the redirected ones 308 and serves the rest (ACME challenges)."""
     hosts: dict[str, list[PathPlan]] = {}
     for path in plan.paths:
         hosts.setdefault(path.host, []).append(path)
     routes = []
     for i, (host, paths) in enumerate(sorted(hosts.items())):
         base = plan.ref.name if len(hosts) == 1 else f"{plan.ref.name}-{i}"
-        rules = [r for path in paths for r in _rules(plan, path, ctx)]
-        redirected = [p for p in paths if lowering.redirects_to_https(plan.policy, p, ctx)]
-        if plan.policy.app_root and host:
-            rules.insert(0, lowering.app_root_rule(plan.policy.app_root))
-        if redirected:
-            redirects = [
-                lowering.https_redirect_rule(
-                    lowering.match_path(p, ctx.patterns.get((p.host, p.value)))
-                )
-                for p in redirected
-            ]
-            routes.append(_route(plan, f"{base}-https-redirect", host, redirects, gateway, "http"))
-            routes.append(_route(plan, base, host, rules, gateway, "https"))
-        else:
-            routes.append(_route(plan, base, host, rules, gateway, ""))
+        first = (
+            [lowering.app_root_rule(plan.policy.app_root)] if plan.policy.app_root and host else []
+        )
+        served = first + [r for path in paths for r in _rules(plan, path, ctx)]
+        if not any(lowering.redirects_to_https(plan.policy, p, ctx) for p in paths):
+            routes.append(_route(plan, base, host, served, gateway, ""))
+            continue
+        plain = first + [r for path in paths for r in _http_rules(plan, path, ctx)]
+        routes.append(_route(plan, f"{base}-http", host, plain, gateway, "http"))
+        routes.append(_route(plan, base, host, served, gateway, "https"))
     return routes
+
+
+def _http_rules(plan: IngressPlan, path: PathPlan, ctx: lowering.Context) -> list[dict[str, Any]]:
+    if not lowering.redirects_to_https(plan.policy, path, ctx):
+        return _rules(plan, path, ctx)
+    match = lowering.match_path(path, ctx.patterns.get((path.host, path.value)))
+    return [lowering.https_redirect_rule(match)]
 
 
 def _rules(plan: IngressPlan, path: PathPlan, ctx: lowering.Context) -> list[dict[str, Any]]:

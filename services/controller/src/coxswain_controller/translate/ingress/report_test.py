@@ -1,0 +1,142 @@
+"""The migration report's HTTPRoutes: the shapes a migration needs, and that they translate.
+
+Covers the route per listener where ssl-redirect applies (the ACME path served on `http`),
+app-root first, a rewrite with captures left out with a note and one without kept, a canary's
+header rules ahead of its main's weighted rule, a refused Ingress getting no route, and an
+Ingress of another controller's class read as if it were ours. Each report's HTTPRoutes are
+translated beside a Gateway and must be accepted. The CLI wiring is in cli_test.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from coxswain_controller.translate import Inputs, Options, translate
+from coxswain_controller.translate.goldens import TESTDATA
+from coxswain_controller.translate.ingress.report import migration_report
+from coxswain_controller.translate.render import render
+
+P = "nginx.ingress.kubernetes.io/"
+CASES = ("ingress-nginx-ssl-redirect", "ingress-nginx-rewrite", "ingress-nginx-canary")
+
+
+def case(name: str) -> list[dict[str, Any]]:
+    return list(yaml.safe_load_all((TESTDATA / name / "input.yaml").read_text()))
+
+
+def entries(*names: str) -> dict[str, dict[str, Any]]:
+    objects = [o for n in names for o in case(n)]
+    return {e["ingress"]: e for e in migration_report(objects, Options(), gateway=("gw", "gw"))}
+
+
+def rules(entry: dict[str, Any], route: str) -> list[dict[str, Any]]:
+    [found] = [r for r in entry["httpRoutes"] if r["metadata"]["name"] == route]
+    return list(found["spec"]["rules"])
+
+
+def test_ssl_redirect_splits_the_host_by_listener() -> None:
+    report = entries("ingress-nginx-ssl-redirect")
+    secure = report["shop/secure"]
+    listeners = [r["spec"]["parentRefs"][0].get("sectionName") for r in secure["httpRoutes"]]
+    assert listeners == ["http", "https"]
+    [redirect] = rules(secure, "secure-http")
+    assert redirect["filters"] == [
+        {"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 308}}
+    ]
+    assert any("on by default" in n for n in secure["notes"])
+    # The ACME path on the same host is not redirected: its route takes both listeners.
+    for plain in ("shop/challenge", "shop/plain"):
+        [route] = report[plain]["httpRoutes"]
+        assert "sectionName" not in route["spec"]["parentRefs"][0]
+
+
+def test_rewrites_app_root_and_regex_paths() -> None:
+    report = entries("ingress-nginx-rewrite")
+    [api] = rules(report["shop/api"], "api")
+    assert "filters" not in api  # captures: no Gateway API filter says it
+    assert any("no Gateway API filter" in n for n in report["shop/api"]["notes"])
+    [static] = rules(report["shop/static"], "static")
+    assert static["filters"] == [
+        {
+            "type": "URLRewrite",
+            "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/assets"}},
+        }
+    ]
+    root, rest = rules(report["shop/dashboard"], "dashboard")
+    assert root["matches"] == [{"path": {"type": "Exact", "value": "/"}}]
+    assert rest["matches"][0]["path"] == {"type": "PathPrefix", "value": "/"}
+
+
+def test_a_canary_is_folded_into_its_main() -> None:
+    report = entries("ingress-nginx-canary")
+    always, never, split = rules(report["shop/main-b"], "main-b")
+    assert always["matches"][0]["headers"] == [{"name": "x-canary", "value": "always"}]
+    assert never["matches"][0]["headers"] == [{"name": "x-canary", "value": "never"}]
+    assert split["backendRefs"] == [{"name": "web", "port": 80}]
+    assert "httpRoutes" not in report["shop/by-weight"]
+    assert report["shop/by-weight"]["served"] is True
+    assert report["shop/by-cookie"]["served"] is False
+    assert "httpRoutes" not in report["shop/by-cookie"]
+
+
+def test_an_ingress_of_another_class_is_read_as_ours() -> None:
+    objects = [o for o in case("ingress-nginx-rewrite") if o["kind"] != "IngressClass"]
+    for obj in objects:
+        if obj["kind"] == "Ingress":
+            obj["spec"]["ingressClassName"] = "nginx"
+    report = {e["ingress"]: e for e in migration_report(objects, Options())}
+    assert "nginx (not Coxswain's" in report["shop/api"]["ingressClass"]
+    assert report["shop/api"]["served"] is True
+
+
+def test_every_reported_route_is_accepted_beside_a_gateway() -> None:
+    for name in CASES:
+        report = entries(name)
+        routes = [r for e in report.values() for r in e.get("httpRoutes", [])]
+        services = [o for o in case(name) if o["kind"] in ("Service", "Secret")]
+        listeners = [
+            {
+                "name": n,
+                "port": p,
+                "protocol": "HTTP",
+                "allowedRoutes": {"namespaces": {"from": "All"}},
+            }
+            for n, p in (("http", 80), ("https", 8443))
+        ]
+        controller = "coxswain-labs.dev/gateway-controller"
+        gateway = [
+            {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+             "metadata": {"name": "c"}, "spec": {"controllerName": controller}},
+            {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+             "metadata": {"name": "gw", "namespace": "gw"},
+             "spec": {"gatewayClassName": "c", "listeners": listeners}},
+        ]  # fmt: skip
+        result = translate(Inputs.from_objects([*gateway, *services, *routes]), Options())
+        statuses = render(result, Options().gateway_controller)["status"]
+        accepted = {
+            s["object"]: [
+                c["status"]
+                for parent in s["status"]["parents"]
+                for c in parent["conditions"]
+                if c["type"] == "Accepted"
+            ]
+            for s in statuses
+            if s["object"].startswith("HTTPRoute")
+        }
+        assert len(accepted) == len(routes), name
+        assert all(v and set(v) == {"True"} for v in accepted.values()), (name, accepted)
+
+
+def test_one_ingress_with_a_redirected_and_an_acme_path() -> None:
+    objects = case("ingress-nginx-ssl-redirect")
+    [secure] = [o for o in objects if o["metadata"]["name"] == "secure"]
+    acme = dict(secure["spec"]["rules"][0]["http"]["paths"][0])
+    acme = {**acme, "path": "/.well-known/acme-challenge/x", "pathType": "Exact"}
+    secure["spec"]["rules"][0]["http"]["paths"].append(acme)
+    report = {e["ingress"]: e for e in migration_report(objects, Options())}
+    redirect, challenge = rules(report["shop/secure"], "secure-http")
+    assert redirect["filters"][0]["type"] == "RequestRedirect"
+    assert challenge["matches"][0]["path"]["value"] == "/.well-known/acme-challenge/x"
+    assert "filters" not in challenge and challenge["backendRefs"] == [{"name": "web", "port": 80}]
