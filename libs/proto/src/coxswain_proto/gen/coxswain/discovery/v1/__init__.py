@@ -166,8 +166,8 @@ class PathModifierType(betterproto2.Enum):
 
     REPLACE_REGEX_MATCH = 2
     """
-    Coxswain's own (ingress-nginx rewrite-target): the value is a template whose $1..$9 are
-    the groups of the rule's RegularExpression path match.
+    Coxswain's own (ingress-nginx rewrite-target): the value is a template whose $1..$9 and
+    $(N) are the groups of the rule's RegularExpression path match.
     """
 
     @classmethod
