@@ -264,7 +264,8 @@ def _conflicts(
         if path.default:
             continue
         rules = lowered.https.get(path.host) or []
-        matched = next((r.matches[0].path for r in rules if r.id.rule_index == path.index), None)
+        own = (r for r in rules if r.id.name == plan.ref.name and r.id.rule_index == path.index)
+        matched = next((r.matches[0].path for r in own), None)
         if matched is None:
             continue
         owner = owners.setdefault((path.host, matched.type.value, matched.value), plan)
