@@ -108,8 +108,11 @@ class Publisher:
                 remaining = self._max_delay - (loop.time() - first)
                 if remaining <= 0:
                     break
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+                # arrives as the wait ends, and `stop` then waits for this task forever.
                 try:
-                    await asyncio.wait_for(self._changed.wait(), min(self._debounce, remaining))
+                    async with asyncio.timeout(min(self._debounce, remaining)):
+                        await self._changed.wait()
                 except TimeoutError:
                     break
             await self.rebuild()

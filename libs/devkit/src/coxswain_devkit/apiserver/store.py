@@ -125,7 +125,8 @@ class Store:
             return
         wakeup = self._wakeup
         try:
-            await asyncio.wait_for(wakeup.wait(), within)
+            async with asyncio.timeout(within):  # cancel-safe on 3.11, unlike wait_for
+                await wakeup.wait()
         except TimeoutError:
             return
 

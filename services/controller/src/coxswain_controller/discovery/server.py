@@ -190,7 +190,8 @@ class DiscoveryService:
 
     async def _first_subscribe(self, requests: AsyncIterator[pb.ProxyMessage]) -> pb.Subscribe:
         try:
-            first = await asyncio.wait_for(anext(requests), self._subscribe_timeout)
+            async with asyncio.timeout(self._subscribe_timeout):  # cancel-safe, unlike wait_for
+                first = await anext(requests)
         except (StopAsyncIteration, TimeoutError):
             raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, "expected Subscribe first") from None
         except rpc.MalformedMessage as err:
