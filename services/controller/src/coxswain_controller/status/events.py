@@ -16,23 +16,19 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from coxswain_controller.kube import api as kube
+from coxswain_controller.sources import kinds
 from coxswain_controller.translate.result import Event
 
 log = logging.getLogger(__name__)
 
 __all__ = ["EventRecorder"]
 
+# An Event's involvedObject names each kind at the version the current Gateway API release
+# serves it at (the first the controller reads it at: sources/kinds.py), so `kubectl describe`
+# finds it on a standard-channel cluster; the object is found by uid and name whatever version
+# it names, so an older cluster's still works.
 API_VERSIONS = {
-    "GatewayClass": "gateway.networking.k8s.io/v1",
-    "Gateway": "gateway.networking.k8s.io/v1",
-    "HTTPRoute": "gateway.networking.k8s.io/v1",
-    "GRPCRoute": "gateway.networking.k8s.io/v1",
-    # The stream routes at the experimental channel's version (spec 003: "the experimental
-    # Gateway API channel serves them (gateway.networking.k8s.io/v1alpha2)"); an Event's
-    # involvedObject is found by uid and name whatever version it names.
-    "TCPRoute": "gateway.networking.k8s.io/v1alpha2",
-    "TLSRoute": "gateway.networking.k8s.io/v1alpha2",
-    "UDPRoute": "gateway.networking.k8s.io/v1alpha2",
+    **{kind.name: f"{kinds.GATEWAY_GROUP}/{kind.versions[0]}" for kind in kinds.GATEWAY},
     "Ingress": "networking.k8s.io/v1",
     "IngressClass": "networking.k8s.io/v1",
 }
