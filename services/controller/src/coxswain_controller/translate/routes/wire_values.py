@@ -13,9 +13,9 @@ character) onto upstream connections that routes of different tenants share. Wha
 here is safe to write verbatim. A field of the wrong JSON shape (a list given as a string)
 raises TypeError, which guard.py reports as an object that cannot be read.
 
-Ingress: this release turns no Ingress annotation, and no class-level default annotation
-(ingress_params), into anything written on the wire; an Ingress rule's host and path only
-select a route. When one does, it is checked here.
+Ingress: the ingress-nginx annotations that write onto the wire (rewrite targets, redirects,
+CORS, upstream-vhost, x-forwarded-prefix) are lowered to HTTPRoute rules and checked here
+too (translate/ingress/annotations/groups.py).
 """
 
 from __future__ import annotations
