@@ -3,9 +3,9 @@
 `CASES` is the matrix of values every chart test runs over: the defaults; a dedicated-only
 cluster (the shared pool at 0 replicas, a class whose parameters ask for dedicated proxies);
 ClusterIP VIP Services; Ingress-only (no Gateway API served); and unprivileged Ingress ports with
-the UI's own token. `render` runs `helm template` (with `--api-versions` standing in for a
-cluster that serves the Gateway API) and returns a `Rendered`, which finds objects, containers
-and their flags.
+the UI's own token (and the UI on a privileged port). `render` runs `helm template` (with
+`--api-versions` standing in for a cluster that serves the Gateway API) and returns a
+`Rendered`, which finds objects, containers and their flags.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ CASES: dict[str, Case] = {
     "unprivileged-ports-ui-token": Case(
         {
             "proxy": {"shared": {"ingress": {"httpPort": 8080, "httpsPort": 8443}}},
-            "ui": {"token": {"enabled": True}},
+            "ui": {"token": {"enabled": True}, "port": 80},
         }
     ),
 }
