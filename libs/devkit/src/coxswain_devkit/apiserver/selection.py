@@ -18,17 +18,28 @@ Obj = dict[str, Any]
 
 # Fields every kind can be selected by, and the extra ones some kinds add (group, plural).
 _COMMON_FIELDS = ("metadata.name", "metadata.namespace")
+# An Event's reference to the object it is about, every field of it selectable: `kubectl
+# describe <kind> <name>` lists core Events by involvedObject.name, .namespace, .kind and .uid.
+_REFERENCE = ("kind", "name", "namespace", "uid", "apiVersion", "resourceVersion", "fieldPath")
 _KIND_FIELDS: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("", "secrets"): ("type",),
     ("", "pods"): ("spec.nodeName", "status.phase"),
     ("", "events"): (
-        "involvedObject.kind",
-        "involvedObject.name",
-        "involvedObject.namespace",
+        *(f"involvedObject.{f}" for f in _REFERENCE),
         "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ),
+    ("events.k8s.io", "events"): (
+        *(f"regarding.{f}" for f in _REFERENCE),
+        "reason",
+        "reportingController",
         "type",
     ),
 }
+# Field labels that name another path in the object: a core Event's `source` is its component.
+_FIELD_PATHS: Mapping[str, str] = {"source": "source.component"}
 
 _SET_RE = re.compile(r"^\s*([^\s!=()]+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
 _OP_RE = re.compile(r"^\s*([^\s!=]+)\s*(==|=|!=)\s*([^\s,]*)\s*$")
@@ -96,9 +107,9 @@ def parse_fields(text: str | None, group: str, plural: str) -> tuple[Requirement
     return tuple(requirements)
 
 
-def _field(obj: Obj, path: str) -> str:
+def _field(obj: Obj, label: str) -> str:
     value: Any = obj
-    for part in path.split("."):
+    for part in _FIELD_PATHS.get(label, label).split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return "" if value is None else str(value)
 
