@@ -27,16 +27,19 @@ from coxswain_routing._filters import (
     rewrite_path,
 )
 from coxswain_routing._hosts import (
+    claiming_hostname,
     host_pattern_covers,
     hostnames_overlap,
     intersect_hostnames,
     normalize_host,
     wildcard_suffixes,
 )
-from coxswain_routing._matcher import Miss, Outcome, Router, compile_router, parse_query
+from coxswain_routing._matcher import Claims, Miss, Outcome, Router, compile_router, parse_query
 from coxswain_routing._model import *  # noqa: F403 (the model's own __all__)
 from coxswain_routing._model import __all__ as _model_all
 from coxswain_routing._paths import normalize_path, prefix_covers
+from coxswain_routing._policy import *  # noqa: F403 (the policy model's own __all__)
+from coxswain_routing._policy import __all__ as _policy_all
 from coxswain_routing._version import __version__
 from coxswain_routing._weighted import MirrorSampler, WeightedRoundRobin
 from coxswain_routing._wire import (
@@ -50,8 +53,10 @@ from coxswain_routing._wire import (
 
 __all__ = [
     *_model_all,
+    *_policy_all,
     # matching
     "Candidate",
+    "Claims",
     "Miss",
     "Outcome",
     "Router",
@@ -59,6 +64,7 @@ __all__ = [
     "parse_query",
     "normalize_host",
     "normalize_path",
+    "claiming_hostname",
     "host_pattern_covers",
     "hostnames_overlap",
     "intersect_hostnames",

@@ -4,7 +4,9 @@ Operators ask "why did my request go there" more than anything. For one request 
 every candidate served on that port for a host pattern covering the request's host, in the
 order the matcher considers them, each with its verdict: the winner, a predicate it failed
 (path, method, a named header or query parameter), a host tier that was never reached, or the
-precedence rule that put an equally matching candidate behind the winner.
+precedence rule that put an equally matching candidate behind the winner. On a Gateway's port
+it also names the listener that claimed the request (listener isolation, `Claims`), and a
+candidate served for a host another listener claims says so.
 
 Not on the request path: it re-runs the predicates candidate by candidate and allocates freely.
 """
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 from coxswain_routing._candidates import Candidate
 from coxswain_routing._hosts import normalize_host
-from coxswain_routing._matcher import Outcome, Router, parse_query
+from coxswain_routing._matcher import Claims, Outcome, Router, parse_query
 from coxswain_routing._model import PathType, RouteId
 from coxswain_routing._paths import normalize_path, prefix_covers
 
@@ -36,6 +38,10 @@ class Explanation:
     outcome: Outcome
     path: str  # the normalised path that was matched
     candidates: tuple[Verdict, ...]
+    # The listener that claimed the request, by its name, and its hostname ("" for none): ""
+    # and None on a port without listeners (Ingress), or when no listener covers the host.
+    listener: str = ""
+    listener_hostname: str | None = None
 
 
 def _path_matches(cand: Candidate, path: str) -> bool:
@@ -116,17 +122,34 @@ def explain(
     winner = outcome if isinstance(outcome, Candidate) else None
     normalized = normalize_path(path)
     table = router.port_table(port)
-    tiers = list(table.tiers(normalize_host(host))) if table is not None else []
+    host = normalize_host(host)
+    tiers = list(table.tiers(host)) if table is not None else []
+    claims = table.claims if table is not None else None
+    claimed = claims.claim(host) if claims is not None else None
     verdicts = []
     reached = True
     for tier in tiers:
+        owner = claims.claim(tier.pattern) if claims is not None else None
         for cand in tier.all_candidates():
-            verdict = _verdict(cand, winner, reached, normalized, method, headers, query)
+            if claims is not None and owner != claimed:
+                verdict = _isolated(claims, claimed, owner)
+            else:
+                verdict = _verdict(cand, winner, reached, normalized, method, headers, query)
             verdicts.append(Verdict(cand.rule.id, cand.match_index, tier.pattern, verdict))
         # The tier that answered (a winner, or the method fill's 404) ends the walk.
         if reached and tier.lookup(normalized, method, headers, query) is not None:
             reached = False
-    return Explanation(outcome, normalized, tuple(verdicts))
+    listener = claims.names[claimed] if claims is not None and claimed is not None else ""
+    return Explanation(outcome, normalized, tuple(verdicts), listener, claimed)
+
+
+def _isolated(claims: Claims, claimed: str | None, owner: str | None) -> str:
+    """Why a candidate of another listener's host was never considered."""
+    if claimed is None:
+        return "isolation: no listener on this port claims the request's host"
+    mine = f"listener {claims.names[claimed]!r} ({claimed or 'any host'})"
+    theirs = f"listener {claims.names[owner]!r}" if owner is not None else "no listener"
+    return f"isolation: {mine} claims the request; this host belongs to {theirs}"
 
 
 def _verdict(

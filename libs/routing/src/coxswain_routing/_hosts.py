@@ -9,12 +9,14 @@ covers exactly one (Kubernetes Ingress: "*.foo.com" matches "bar.foo.com" but no
 The one rule (`host_pattern_covers`) serves all three places that need it: the controller
 attaching routes to listeners and finding overlapping listeners (`intersect_hostnames`,
 `hostnames_overlap`), the proxy choosing the listener a TLS server name selected, and the
-matcher's host tiers.
+matcher's host tiers. Listener isolation (`claiming_hostname`) is the same rule read from the
+other side: of a port's listener hostnames, the most specific one covering a host claims it,
+for the controller dropping what another listener claims and for the matcher alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 __all__ = [
     "normalize_host",
@@ -22,6 +24,7 @@ __all__ = [
     "host_pattern_covers",
     "intersect_hostnames",
     "hostnames_overlap",
+    "claiming_hostname",
 ]
 
 
@@ -108,3 +111,24 @@ def hostnames_overlap(a: str, b: str) -> bool:
     if _wildcard(a) and host_pattern_covers(a, b[2:] if _wildcard(b) else b):
         return True
     return _wildcard(b) and host_pattern_covers(b, a[2:] if _wildcard(a) else a)
+
+
+def claiming_hostname(pattern: str, hostnames: Container[str]) -> str | None:
+    """Of a port's listener hostnames (`""` for a listener naming none), the one that claims
+    the requests `pattern` (an exact host, `*.suffix` or `""`) stands for; None when none does.
+
+    Gateway API, "Listeners that are distinct only by Hostname": "inbound request hostnames
+    MUST match from the most specific to least specific Hostname values ... Exact matches MUST
+    be processed before wildcard matches, and wildcard matches MUST be processed before
+    fallback (empty Hostname value) matches", and "*.foo.example.com" before "*.example.com".
+    A wildcard pattern is claimed as a whole: every host it covers goes to the same listener
+    unless a more specific one claims that host (which the matcher settles per request).
+    """
+    if pattern and pattern in hostnames:
+        return pattern
+    rest = pattern[2:] if _wildcard(pattern) else pattern
+    if rest:
+        for suffix, _ in wildcard_suffixes(rest):
+            if "*." + suffix in hostnames:
+                return "*." + suffix
+    return "" if "" in hostnames else None

@@ -14,7 +14,17 @@ number of routes), then the regular expressions in order. Each bucket is sorted 
 Spec 003 "Matches and precedence": "A method that no match claims on a path some match did
 claim reaches the covering match on the same host where one exists ... and answers 404
 otherwise. That fill does not cross into a less specific host tier." A path no match on a host
-claims does move on to the next tier (the deviation spec 003 documents for shared ports).
+claims does move on to the next tier, but never past the host its listener claims.
+
+Listener isolation (the Gateway API's GatewayHTTPListenerIsolation): "requests SHOULD match at
+most one Listener. For example, if Listeners are defined for "foo.example.com" and
+"*.example.com", a request to "foo.example.com" SHOULD only be routed using routes attached to
+the "foo.example.com" Listener". A port's `Claims` come from the snapshot's `GatewayListeners`
+(the HTTP and HTTPS listeners bound there): walking the tiers from the most specific host
+outward, the first tier whose pattern is a listener's hostname is that listener's last, and the
+walk stops after it. The controller keeps the rest true: a host table holds only the rules of
+the listener that claims its pattern (`claiming_hostname`), so every tier before the stop
+belongs to the claiming listener. Ports without listeners (Ingress) have no claims.
 
 Incremental builds: a snapshot delta usually touches a handful of hosts among thousands, so
 `compile_router(resources, previous)` reuses each host table of `previous` whose (port, host)
@@ -31,11 +41,18 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from coxswain_routing._candidates import Candidate, compile_candidates
-from coxswain_routing._hosts import normalize_host, wildcard_suffixes
-from coxswain_routing._model import HostRoutes, PathType, Resource, WildcardScope
+from coxswain_routing._hosts import claiming_hostname, normalize_host, wildcard_suffixes
+from coxswain_routing._model import (
+    GatewayListeners,
+    HostRoutes,
+    ListenerProtocol,
+    PathType,
+    Resource,
+    WildcardScope,
+)
 from coxswain_routing._paths import normalize_path
 
-__all__ = ["Miss", "Outcome", "Router", "compile_router", "parse_query"]
+__all__ = ["Claims", "Miss", "Outcome", "Router", "compile_router", "parse_query"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +72,9 @@ NO_MATCH = Miss(404, "no route on this host matches the request")
 METHOD_NOT_CLAIMED = Miss(
     404, "a match on this host claims the path but not the method, and nothing on it covers it"
 )
+ISOLATED = Miss(404, "no route of the listener claiming this host matches the request")
+
+_HTTP = (ListenerProtocol.HTTP, ListenerProtocol.HTTPS)
 
 _NO_QUERY: Mapping[str, str] = {}
 
@@ -162,15 +182,36 @@ class HostTable:
         return ordered + self.regex
 
 
-class PortTable:
-    """The host tiers of one bound port."""
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """The listener hostnames of one Gateway port, which end a request's walk (isolation)."""
 
-    __slots__ = ("exact", "wildcard", "catch_all")
+    names: Mapping[str, str]  # listener hostname ("" for none) -> the listener's name
+    exact: frozenset[str]  # the exact hostnames
+    wildcard: frozenset[str]  # the wildcards' suffixes: "*.example.com" as "example.com"
+
+    @classmethod
+    def of(cls, names: Mapping[str, str]) -> Claims:
+        wildcard = frozenset(h[2:] for h in names if h.startswith("*."))
+        exact = frozenset(h for h in names if h and not h.startswith("*."))
+        return cls(dict(names), exact, wildcard)
+
+    def claim(self, pattern: str) -> str | None:
+        """The hostname of the listener claiming `pattern` (a request host or a host table's
+        pattern); None when no listener on the port does."""
+        return claiming_hostname(pattern, self.names)
+
+
+class PortTable:
+    """The host tiers of one bound port, and the listeners claiming its hosts."""
+
+    __slots__ = ("exact", "wildcard", "catch_all", "claims")
 
     def __init__(self) -> None:
         self.exact: dict[str, HostTable] = {}
         self.wildcard: dict[str, HostTable] = {}  # by suffix: "*.example.com" under "example.com"
         self.catch_all: HostTable | None = None
+        self.claims: Claims | None = None  # None: no listener fences the walk (Ingress ports)
 
     def tiers(self, host: str) -> Iterator[HostTable]:
         """The host tables covering `host`, most specific first."""
@@ -223,22 +264,29 @@ class Router:
             return NO_LISTENER
         path = normalize_path(path)
         host = normalize_host(host)
-        # The tiers of PortTable.tiers, inlined: this runs for every request.
+        # The tiers of PortTable.tiers, inlined: this runs for every request. Each claim check
+        # runs only once a tier has missed.
         seen_host = False
+        claims = table.claims
         host_table = table.exact.get(host)
         if host_table is not None:
             seen_host = True
             outcome = host_table.lookup(path, method, headers, query)
             if outcome is not None:
                 return outcome
-        if table.wildcard:
+        if claims is not None and host in claims.exact:
+            return ISOLATED
+        if table.wildcard or claims is not None:
+            wildcard = table.wildcard
             for suffix, depth in wildcard_suffixes(host):
-                host_table = table.wildcard.get(suffix)
+                host_table = wildcard.get(suffix)
                 if host_table is not None and (depth == 1 or not host_table.one_label):
                     seen_host = True
                     outcome = host_table.lookup(path, method, headers, query)
                     if outcome is not None:
                         return outcome
+                if claims is not None and suffix in claims.wildcard:
+                    return ISOLATED
         if table.catch_all is not None:
             outcome = table.catch_all.lookup(path, method, headers, query)
             return NO_MATCH if outcome is None else outcome
@@ -252,12 +300,20 @@ def _host_table(routes: list[HostRoutes]) -> HostTable:
     return HostTable(first.host, one_label, candidates)
 
 
-def _grouped(resources: Iterable[Resource]) -> dict[tuple[int, str], list[HostRoutes]]:
+def _grouped(
+    resources: Iterable[Resource],
+) -> tuple[dict[tuple[int, str], list[HostRoutes]], dict[int, dict[str, str]]]:
+    """The host routes by (bind port, host), and each port's listener names by hostname."""
     grouped: dict[tuple[int, str], list[HostRoutes]] = {}
+    listeners: dict[int, dict[str, str]] = {}
     for resource in resources:
         if isinstance(resource, HostRoutes):
             grouped.setdefault((resource.bind_port, resource.host), []).append(resource)
-    return grouped
+        elif isinstance(resource, GatewayListeners):
+            for x in resource.listeners:
+                if x.protocol in _HTTP:
+                    listeners.setdefault(x.bind_port, {}).setdefault(x.hostname, x.name)
+    return grouped, listeners
 
 
 def _same(before: list[HostRoutes], now: list[HostRoutes]) -> bool:
@@ -265,7 +321,8 @@ def _same(before: list[HostRoutes], now: list[HostRoutes]) -> bool:
 
 
 def compile_router(resources: Iterable[Resource], previous: Router | None = None) -> Router:
-    """Build the lookup for every `HostRoutes` among `resources` (the others are ignored).
+    """Build the lookup for every `HostRoutes` among `resources`, each port fenced by the
+    hostnames of the `GatewayListeners` bound there (the other resources are ignored).
 
     With `previous`, each host table built from the very same `HostRoutes` objects is reused
     as it is (its pickers keep their round-robin position); only the others are compiled.
@@ -273,7 +330,8 @@ def compile_router(resources: Iterable[Resource], previous: Router | None = None
     reusable = previous._built if previous is not None else {}
     ports: dict[int, PortTable] = {}
     built: _Built = {}
-    for (port, host), routes in sorted(_grouped(resources).items()):
+    grouped, listeners = _grouped(resources)
+    for (port, host), routes in sorted(grouped.items()):
         table = ports.get(port)
         if table is None:
             table = ports[port] = PortTable()
@@ -286,4 +344,7 @@ def compile_router(resources: Iterable[Resource], previous: Router | None = None
             table.wildcard[host[2:]] = host_table
         else:
             table.exact[host] = host_table
+    for port, names in listeners.items():
+        if port in ports:  # a port without routes answers NO_LISTENER, as it always did
+            ports[port].claims = Claims.of(names)
     return Router(ports, built)

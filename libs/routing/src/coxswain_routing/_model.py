@@ -18,8 +18,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from coxswain_routing import _values
+
+if TYPE_CHECKING:
+    from coxswain_routing._policy import Policy
 
 __all__ = [
     "Backend",
@@ -475,6 +479,7 @@ class Rule:
     backends: tuple[Backend, ...] = ()  # in declared order
     timeouts: Timeouts = Timeouts()
     retry: Retry = Retry()
+    policy: Policy | None = None  # access, limits, auth, affinity (`_policy`); None: none
 
     def validate(self) -> list[Problem]:
         problems: list[Problem] = []
@@ -486,11 +491,16 @@ class Rule:
         problems += self._regex_rewrite_problems()
         if not 0 <= self.retry.attempts <= 10:
             problems.append(Problem("retry.attempts", "must be between 0 and 10"))
+        if self.policy is not None:
+            problems += self.policy.validate("policy", len(self.backends))
         return problems
 
     def value_problems(self) -> list[Problem]:
         """What `from_wire` refuses: values that would break an HTTP head if written."""
-        return [p for at, flt in self._filters() for p in flt.value_problems(at)]
+        problems = [p for at, flt in self._filters() for p in flt.value_problems(at)]
+        if self.policy is not None:
+            problems += self.policy.value_problems("policy")
+        return problems
 
     def _regex_rewrite_problems(self) -> list[Problem]:
         """A ReplaceRegexMatch takes its groups from the rule's path pattern: only a URLRewrite

@@ -315,6 +315,8 @@ def backend_back(b: pb.Backend) -> m.Backend:
 
 # --------------------------------------------------------------------------------- rules
 
+from coxswain_routing import _wire_policy  # noqa: E402 (it reads `back` from this module)
+
 
 def rule_to_wire(r: m.Rule) -> pb.Rule:
     timeouts = r.timeouts
@@ -334,6 +336,7 @@ def rule_to_wire(r: m.Rule) -> pb.Rule:
         else pb.Retry(
             attempts=retry.attempts, codes=list(retry.codes), backoff_ms=retry.backoff_ms
         ),
+        policy=_wire_policy.policy_to_wire(r.policy),
     )
 
 
@@ -347,4 +350,5 @@ def rule_back(r: pb.Rule) -> m.Rule:
         backends=tuple(backend_back(b) for b in r.backends),
         timeouts=m.Timeouts(request_ms=t.request_ms, backend_request_ms=t.backend_request_ms),
         retry=m.Retry(attempts=y.attempts, codes=tuple(y.codes), backoff_ms=y.backoff_ms),
+        policy=_wire_policy.policy_back(r.policy),
     )

@@ -7,13 +7,17 @@ __all__ = (
     "Ack",
     "Backend",
     "BackendProtocol",
+    "BasicAuth",
+    "BasicAuthUser",
     "BoundPort",
     "ClientCaStore",
     "ClientValidationMode",
     "ControllerMessage",
+    "CookieSplit",
     "Cors",
     "Endpoint",
     "EndpointSet",
+    "ExternalAuth",
     "Filter",
     "GatewayListeners",
     "Header",
@@ -28,17 +32,23 @@ __all__ = (
     "PathModifier",
     "PathModifierType",
     "PathType",
+    "Policy",
     "ProxyMessage",
+    "RateKey",
+    "RateLimit",
     "RequestMirror",
     "RequestRedirect",
     "Resource",
     "Retry",
     "RouteId",
     "Rule",
+    "SameSite",
     "Scope",
     "ScopeGateway",
     "ScopeSharedPool",
+    "SessionAffinity",
     "Snapshot",
+    "SourceRanges",
     "StreamMatch",
     "StreamRoute",
     "Subscribe",
@@ -218,6 +228,60 @@ class PathType(betterproto2.Enum):
         }
 
 
+class RateKey(betterproto2.Enum):
+    CLIENT_ADDRESS = 0
+    """
+    a token bucket per client address
+    """
+
+    ROUTE = 1
+    """
+    one bucket for the rule
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "RATE_KEY_CLIENT_ADDRESS",
+            1: "RATE_KEY_ROUTE",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "RATE_KEY_CLIENT_ADDRESS": 0,
+            "RATE_KEY_ROUTE": 1,
+        }
+
+
+class SameSite(betterproto2.Enum):
+    UNSET = 0
+
+    STRICT = 1
+
+    LAX = 2
+
+    NONE = 3
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "SAME_SITE_UNSET",
+            1: "SAME_SITE_STRICT",
+            2: "SAME_SITE_LAX",
+            3: "SAME_SITE_NONE",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "SAME_SITE_UNSET": 0,
+            "SAME_SITE_STRICT": 1,
+            "SAME_SITE_LAX": 2,
+            "SAME_SITE_NONE": 3,
+        }
+
+
 class TlsMode(betterproto2.Enum):
     NONE = 0
 
@@ -361,6 +425,37 @@ default_message_pool.register_message("coxswain.discovery.v1", "Backend", Backen
 
 
 @dataclass(eq=False, repr=False)
+class BasicAuth(betterproto2.Message):
+    realm: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+
+    users: "list[BasicAuthUser]" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    sorted by user
+    """
+
+    source: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    "<namespace>/<secret name>"
+    """
+
+
+default_message_pool.register_message("coxswain.discovery.v1", "BasicAuth", BasicAuth)
+
+
+@dataclass(eq=False, repr=False)
+class BasicAuthUser(betterproto2.Message):
+    user: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+
+    hash: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    bcrypt ($2y$, $2b$, $2a$), apr1 ($apr1$) or {SHA}
+    """
+
+
+default_message_pool.register_message("coxswain.discovery.v1", "BasicAuthUser", BasicAuthUser)
+
+
+@dataclass(eq=False, repr=False)
 class BoundPort(betterproto2.Message):
     port: "int" = betterproto2.field(1, betterproto2.TYPE_UINT32)
 
@@ -412,6 +507,24 @@ class ControllerMessage(betterproto2.Message):
 default_message_pool.register_message(
     "coxswain.discovery.v1", "ControllerMessage", ControllerMessage
 )
+
+
+@dataclass(eq=False, repr=False)
+class CookieSplit(betterproto2.Message):
+    cookie: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+
+    always: "int" = betterproto2.field(2, betterproto2.TYPE_UINT32)
+    """
+    backend index the value "always" is sent to
+    """
+
+    never: "int" = betterproto2.field(3, betterproto2.TYPE_UINT32)
+    """
+    backend index the value "never" is sent to
+    """
+
+
+default_message_pool.register_message("coxswain.discovery.v1", "CookieSplit", CookieSplit)
 
 
 @dataclass(eq=False, repr=False)
@@ -483,6 +596,52 @@ class EndpointSet(betterproto2.Message):
 
 
 default_message_pool.register_message("coxswain.discovery.v1", "EndpointSet", EndpointSet)
+
+
+@dataclass(eq=False, repr=False)
+class ExternalAuth(betterproto2.Message):
+    endpoints: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    EndpointSet key of the auth service's port
+    """
+
+    host: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    the auth request's Host
+    """
+
+    path: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    its target: path and query
+    """
+
+    method: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    "" reads as GET
+    """
+
+    response_headers: "list[str]" = betterproto2.field(5, betterproto2.TYPE_STRING, repeated=True)
+    """
+    lower-cased; copied onto the request on 2xx
+    """
+
+    signin: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    on 401: 302 to this URL template; "" answers the 401
+    """
+
+    signin_redirect_param: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
+    """
+    "" reads as rd
+    """
+
+    timeout_ms: "int" = betterproto2.field(8, betterproto2.TYPE_UINT32)
+    """
+    0 reads as 5000
+    """
+
+
+default_message_pool.register_message("coxswain.discovery.v1", "ExternalAuth", ExternalAuth)
 
 
 @dataclass(eq=False, repr=False)
@@ -715,6 +874,42 @@ default_message_pool.register_message("coxswain.discovery.v1", "PathModifier", P
 
 
 @dataclass(eq=False, repr=False)
+class Policy(betterproto2.Message):
+    source_ranges: "SourceRanges | None" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, optional=True
+    )
+
+    max_body_bytes: "int" = betterproto2.field(2, betterproto2.TYPE_UINT64)
+    """
+    0: no limit
+    """
+
+    rate_limits: "list[RateLimit]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
+
+    connections_per_client: "int" = betterproto2.field(4, betterproto2.TYPE_UINT32)
+    """
+    0: no limit
+    """
+
+    basic_auth: "BasicAuth | None" = betterproto2.field(5, betterproto2.TYPE_MESSAGE, optional=True)
+
+    external_auth: "ExternalAuth | None" = betterproto2.field(
+        6, betterproto2.TYPE_MESSAGE, optional=True
+    )
+
+    affinity: "SessionAffinity | None" = betterproto2.field(
+        7, betterproto2.TYPE_MESSAGE, optional=True
+    )
+
+    cookie_split: "CookieSplit | None" = betterproto2.field(
+        8, betterproto2.TYPE_MESSAGE, optional=True
+    )
+
+
+default_message_pool.register_message("coxswain.discovery.v1", "Policy", Policy)
+
+
+@dataclass(eq=False, repr=False)
 class ProxyMessage(betterproto2.Message):
     """
 
@@ -741,6 +936,36 @@ class ProxyMessage(betterproto2.Message):
 
 
 default_message_pool.register_message("coxswain.discovery.v1", "ProxyMessage", ProxyMessage)
+
+
+@dataclass(eq=False, repr=False)
+class RateLimit(betterproto2.Message):
+    requests: "int" = betterproto2.field(1, betterproto2.TYPE_UINT32)
+    """
+    tokens per period
+    """
+
+    period_seconds: "int" = betterproto2.field(2, betterproto2.TYPE_UINT32)
+    """
+    1 or 60
+    """
+
+    burst: "int" = betterproto2.field(3, betterproto2.TYPE_UINT32)
+    """
+    the bucket's size; 0: requests
+    """
+
+    key: "RateKey" = betterproto2.field(
+        4, betterproto2.TYPE_ENUM, default_factory=lambda: RateKey(0)
+    )
+
+    exempt: "list[str]" = betterproto2.field(5, betterproto2.TYPE_STRING, repeated=True)
+    """
+    CIDRs never limited
+    """
+
+
+default_message_pool.register_message("coxswain.discovery.v1", "RateLimit", RateLimit)
 
 
 @dataclass(eq=False, repr=False)
@@ -887,6 +1112,11 @@ class Rule(betterproto2.Message):
 
     retry: "Retry | None" = betterproto2.field(6, betterproto2.TYPE_MESSAGE, optional=True)
 
+    policy: "Policy | None" = betterproto2.field(7, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    unset: the rule applies no policy
+    """
+
 
 default_message_pool.register_message("coxswain.discovery.v1", "Rule", Rule)
 
@@ -931,6 +1161,34 @@ default_message_pool.register_message("coxswain.discovery.v1", "Scope.SharedPool
 
 
 @dataclass(eq=False, repr=False)
+class SessionAffinity(betterproto2.Message):
+    cookie: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+
+    path: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+
+    max_age_seconds: "int" = betterproto2.field(3, betterproto2.TYPE_UINT32)
+    """
+    0: a session cookie
+    """
+
+    expires_seconds: "int" = betterproto2.field(4, betterproto2.TYPE_UINT32)
+    """
+    0: no Expires
+    """
+
+    same_site: "SameSite" = betterproto2.field(
+        5, betterproto2.TYPE_ENUM, default_factory=lambda: SameSite(0)
+    )
+
+    secure: "bool" = betterproto2.field(6, betterproto2.TYPE_BOOL)
+
+    http_only: "bool" = betterproto2.field(7, betterproto2.TYPE_BOOL)
+
+
+default_message_pool.register_message("coxswain.discovery.v1", "SessionAffinity", SessionAffinity)
+
+
+@dataclass(eq=False, repr=False)
 class Snapshot(betterproto2.Message):
     version: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
     """
@@ -964,6 +1222,27 @@ class Snapshot(betterproto2.Message):
 
 
 default_message_pool.register_message("coxswain.discovery.v1", "Snapshot", Snapshot)
+
+
+@dataclass(eq=False, repr=False)
+class SourceRanges(betterproto2.Message):
+    """
+    ---------------------------------------------------------------------------------------------
+    Policies (coxswain_routing._policy): applied after the match, before a backend is picked.
+    """
+
+    allow: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
+    """
+    CIDRs; when any, only these client addresses are served
+    """
+
+    deny: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+    """
+    CIDRs refused (403), whatever allow says
+    """
+
+
+default_message_pool.register_message("coxswain.discovery.v1", "SourceRanges", SourceRanges)
 
 
 @dataclass(eq=False, repr=False)
