@@ -1,0 +1,1 @@
+"""The Helm chart's tests and the helpers they share (chart rendering, tools, RBAC)."""
