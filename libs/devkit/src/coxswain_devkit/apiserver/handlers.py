@@ -244,7 +244,7 @@ class Api:
             match=request.query.get("resourceVersionMatch", ""),
         )
         listed = list_objects(self._machinery.store, kind, target.namespace, selector, options)
-        return self._maybe_table(request, listed)
+        return self._maybe_table(request, listed, kind)
 
     def _watch_request(
         self, request: web.Request, target: Target, kind: Kind, selector: selection.Selector
@@ -271,7 +271,7 @@ class Api:
     async def _object(self, request: web.Request, target: Target, kind: Kind) -> web.StreamResponse:
         ns, name, m = target.namespace or "", target.name, self._machinery
         if request.method == "GET":
-            return self._maybe_table(request, m.get(kind, ns, name))
+            return self._maybe_table(request, m.get(kind, ns, name), kind)
         if request.method == "PUT":
             return _json(m.update(kind, ns, name, await _body(request)))
         if request.method == "PATCH":
@@ -327,8 +327,9 @@ class Api:
             return _json(self._tokens.request(ns, name, await _body(request)), 201)
         raise errors.method_not_allowed()
 
-    def _maybe_table(self, request: web.Request, doc: dict[str, Any]) -> web.Response:
+    def _maybe_table(self, request: web.Request, doc: dict[str, Any], kind: Kind) -> web.Response:
         if tables.wanted(request.headers.get("Accept", "")):
             include = request.query.get("includeObject", "Metadata")
-            return _json(tables.table(doc, include_object=include, now=self._machinery.clock()))
+            now, printer = self._machinery.clock(), kind.printer_columns
+            return _json(tables.table(doc, include_object=include, now=now, printer=printer))
         return _json(doc)

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from coxswain_devkit.apiserver.columns import PrinterColumn, printer_columns
+
 READ_WRITE = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
@@ -36,6 +38,9 @@ class Kind:
     # A deprecated CRD version's warning, sent with every answer at that version (as the
     # server's `Warning: 299` header; kubectl prints it); "" when the version is not deprecated.
     deprecation: str = ""
+    # A CRD version's additionalPrinterColumns (or the Age column defaulted for it); () for
+    # built-in kinds, which `columns` prints by kind.
+    printer_columns: tuple[PrinterColumn, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -139,6 +144,7 @@ def crd_kinds(crd: dict[str, Any]) -> list[Kind]:
                 builtin=False,
                 categories=tuple(names.get("categories") or ()),
                 deprecation=_deprecation(spec, version),
+                printer_columns=printer_columns(version),
             )
         )
     return kinds

@@ -1,9 +1,9 @@
 """Server-side printing: the `Table` form kubectl asks for when it prints `get` output.
 
 kubectl sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...` and prints the rows it
-gets back. Every kind here gets the columns the real server gives custom resources without
-`additionalPrinterColumns`: NAME and AGE, the age rendered by the server as it does; the kinds
-the devkit's node and load balancer bring to life get their own columns too (`columns`).
+gets back. A custom resource gets its CRD version's printer columns (`printer`, from the
+registry's `Kind`); a built-in kind NAME and AGE, the age rendered by the server as it does, and
+the kinds the devkit's node and load balancer bring to life their own columns too (`columns`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from coxswain_devkit.apiserver import columns
-from coxswain_devkit.apiserver.meta import parse_timestamp
 
 Obj = dict[str, Any]
 
@@ -29,11 +28,11 @@ def wanted(accept: str) -> bool:
     return "as=Table" in accept.replace(" ", "")
 
 
-def _row(obj: Obj, kind: str, *, include_object: str, now: float) -> Obj:
+def _row(
+    obj: Obj, kind: str, printer: tuple[columns.PrinterColumn, ...], include_object: str, now: float
+) -> Obj:
     meta = obj.get("metadata") or {}
-    created = meta.get("creationTimestamp")
-    age = human_age(now - parse_timestamp(created)) if created else "<unknown>"
-    row: Obj = {"cells": columns.cells(kind, obj, age)}
+    row: Obj = {"cells": columns.cells(kind, obj, lambda then: human_age(now - then), printer)}
     if include_object == "Object":
         row["object"] = obj
     elif include_object != "None":
@@ -45,8 +44,15 @@ def _row(obj: Obj, kind: str, *, include_object: str, now: float) -> Obj:
     return row
 
 
-def table(doc: Obj, *, include_object: str = "Metadata", now: float) -> Obj:
-    """A Table for an object, or for a list (kept `metadata` carries resourceVersion, continue)."""
+def table(
+    doc: Obj,
+    *,
+    include_object: str = "Metadata",
+    now: float,
+    printer: tuple[columns.PrinterColumn, ...] = (),
+) -> Obj:
+    """A Table for an object, or for a list (kept `metadata` carries resourceVersion, continue);
+    `printer` are a custom resource's columns (`Kind.printer_columns`)."""
     is_list = "items" in doc
     objects = doc["items"] if is_list else [doc]
     metadata = (
@@ -59,6 +65,6 @@ def table(doc: Obj, *, include_object: str = "Metadata", now: float) -> Obj:
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
-        "columnDefinitions": columns.definitions(kind),
-        "rows": [_row(o, kind, include_object=include_object, now=now) for o in objects],
+        "columnDefinitions": columns.definitions(kind, printer),
+        "rows": [_row(o, kind, printer, include_object, now) for o in objects],
     }

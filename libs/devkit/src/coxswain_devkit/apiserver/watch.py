@@ -84,7 +84,12 @@ class Stream:
     async def send(self, event_type: str, obj: Any) -> None:
         await self._ctx.faults.running()
         if self._request.table and event_type in ("ADDED", "MODIFIED", "DELETED"):
-            obj = tables.table(obj, include_object=self._request.table, now=self._ctx.clock())
+            obj = tables.table(
+                obj,
+                include_object=self._request.table,
+                now=self._ctx.clock(),
+                printer=self._request.kind.printer_columns,
+            )
         line = json.dumps({"type": event_type, "object": obj}, separators=(",", ":")) + "\n"
         await self._response.write(line.encode())
 
