@@ -21,11 +21,12 @@ from typing import Any
 from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
 from coxswain_controller.translate.inputs import Inputs, Obj, namespace
-from coxswain_routing import intersect_hostnames
+from coxswain_routing import claiming_hostname, intersect_hostnames
 
 __all__ = ["Attachment", "ParentOutcome", "attach"]
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
+HTTP_PROTOCOLS = ("HTTP", "HTTPS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ def _outcome(
         why = _not_allowed(selected, kind, namespace(route))
         return ParentOutcome(ref, (), (Reason.NOT_ALLOWED_BY_LISTENERS, why))
     attachments = tuple(
-        Attachment(gateway, x, tuple(names))
+        Attachment(gateway, x, _isolated(x, gateway, names))
         for x in allowed
         if (names := intersect_hostnames(x.hostname, hostnames))
     )
@@ -111,6 +112,28 @@ def _outcome(
             ),
         )
     return ParentOutcome(ref, attachments, None)
+
+
+def _isolated(
+    listener: ListenerState, gateway: GatewayState, names: list[str]
+) -> tuple[str, ...]:
+    """The hostnames `listener` serves the route for, less those another listener claims.
+
+    Listener isolation (GatewayHTTPListenerIsolation): "if Listeners are defined for
+    "foo.example.com" and "*.example.com", a request to "foo.example.com" SHOULD only be routed
+    using routes attached to the "foo.example.com" Listener". A route on the wildcard listener
+    naming foo.example.com is attached there all the same (its status says Accepted); it is
+    served only for the hosts its listener claims. The matcher settles the hosts a wildcard
+    pattern covers that a more specific listener claims (coxswain_routing `Claims`).
+    """
+    if listener.protocol not in HTTP_PROTOCOLS:
+        return tuple(names)
+    claiming = {
+        x.hostname
+        for x in gateway.listeners
+        if x.served and x.protocol in HTTP_PROTOCOLS and x.port == listener.port
+    }
+    return tuple(n for n in names if claiming_hostname(n, claiming) == listener.hostname)
 
 
 def _no_listener(ref: Mapping[str, Any], gateway: GatewayState) -> str:
