@@ -187,6 +187,7 @@ async def test_explain_names_the_winner_and_why_each_other_candidate_lost(
     status, body = await running.get("/api/v1/explain", token, {**ask, "method": "GET"})
     assert status == 200
     assert body["listener"] == [{"name": "http", "protocol": "HTTP"}]
+    assert body["claimedBy"] == {"listener": "http", "hostname": "*"}
     assert body["outcome"]["route"]["name"] == "web"
     verdicts = {c["route"]["name"]: c["verdict"] for c in body["candidates"]}
     assert verdicts["web"] == "selected"

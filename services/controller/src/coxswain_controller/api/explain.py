@@ -1,11 +1,12 @@
 """`/api/v1/explain`: why a request goes where it goes, from the snapshot a proxy serves.
 
-Given a Gateway (`gateway=ns/name`, its advertised `port`) or a proxy (`proxy=node id`, a
-bound `port`), a host, a method, a path, headers and a query string, it compiles the routes of
-that snapshot with `coxswain_routing.compile_router` and asks `coxswain_routing.explain`: the
-winning route and rule (or the 404/500 and why), its backends, and every other candidate with
-the reason it lost. For a Gateway, the snapshot is the one a connected proxy of its scope
-acked (the controller's current one when none is connected).
+Given a Gateway (`gateway=ns/name`, its advertised `port`) or a proxy (`proxy=node id`, a bound
+`port`), a host, a method, a path, headers and a query string, it compiles the routes of that
+snapshot with `coxswain_routing.compile_router` and asks `coxswain_routing.explain`: the
+winning route and rule (or the 404/500 and why), its backends, the listener that claimed the
+request (`claimedBy`, listener isolation), and every other candidate with the reason it lost.
+For a Gateway, the snapshot is the one a connected proxy of its scope acked (the controller's
+current one when none is connected).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class Explainer:
                 "version": retained.version,
                 "seq": retained.seq,
                 "listener": listener,
+                # Listener isolation: the one listener whose routes may answer the request.
+                "claimedBy": _claimed(verdict.listener, verdict.listener_hostname),
                 "bindPort": bind_port,
                 "path": verdict.path,
                 "outcome": _outcome(verdict.outcome),
@@ -145,6 +148,12 @@ class Explainer:
             while len(self._routers) > _ROUTERS_KEPT:
                 del self._routers[next(iter(self._routers))]
         return router
+
+
+def _claimed(listener: str, hostname: str | None) -> dict[str, str] | None:
+    if hostname is None:
+        return None  # no listener on the port covers the host (or the port has none)
+    return {"listener": listener, "hostname": hostname or "*"}
 
 
 def _outcome(outcome: Any) -> dict[str, Any]:
