@@ -41,6 +41,7 @@ from coxswain_proxy.dataplane.http import (
     heads,
     request_cycle,
     responses,
+    trailers,
 )
 from coxswain_proxy.dataplane.http.heads import HTTP10, HTTP11
 from coxswain_proxy.dataplane.runtime import Runtime
@@ -343,10 +344,14 @@ class HttpConnection(asyncio.Protocol):
         parsing, self.parsing = self.parsing, None
         if self.size:
             # Trailer fields (a chunked body's) came through on_header: they are not the next
-            # request's, and are dropped (RFC 9112 §7.1.2: a recipient that removes the
-            # chunked coding "MAY selectively retain or discard the received trailer fields").
+            # request's. They go upstream in the body's own last chunk, less those RFC 9110
+            # §6.5.1 keeps out of trailers (`trailers`); counted against the head's size bound.
+            fields = self.headers
             self.headers, self.size, self.host, self.codings = [], 0, None, None
             self.says_connection = False
+            if parsing is not None:
+                parsing.request_complete(trailers.last_chunk(trailers.relayable(fields)))
+            return
         if parsing is not None:
             parsing.request_complete()
 

@@ -5,7 +5,8 @@ ambiguously framed, so this backend parses what it receives with a strict reader
 rather than llhttp (which is what the proxy parses with, and so would share its blind spots):
 one request line `token SP origin-form SP HTTP/1.1`, token field names, values free of CR, LF
 and NUL, exactly one Host, no hop-by-hop fields, a Via naming the proxy last, and one framing
-(a decimal Content-Length, or `transfer-encoding: chunked` with well-formed chunks). Anything
+(a decimal Content-Length, or `transfer-encoding: chunked` with well-formed chunks and a
+trailer section free of framing fields and Host). Anything
 else is recorded in `problems` and the connection is closed.
 
 Each request is answered by `respond` (by default 200 with `content-length: 2` and "ok"); an
@@ -162,14 +163,32 @@ def _chunked(rest: bytes) -> tuple[bytes, int] | None:
             raise Malformed(f"chunk size {rest[at:eol]!r}")
         size = int(rest[at:eol], 16)
         start = eol + 2
+        if size == 0:
+            return _trailer_section(rest, start, body)
         if len(rest) < start + size + 2:
             return None
         if rest[start + size : start + size + 2] != b"\r\n":
             raise Malformed("chunk not followed by CRLF")
         at = start + size + 2
-        if size == 0:
-            return b"".join(body), at
         body.append(rest[start : start + size])
+
+
+# What a trailer section may never hold (RFC 9110 §6.5.1; the proxy drops them, `trailers`).
+_NOT_TRAILERS = frozenset({b"content-length", b"transfer-encoding", b"host", b"trailer"})
+
+
+def _trailer_section(rest: bytes, at: int, body: list[bytes]) -> tuple[bytes, int] | None:
+    """After the last chunk: `trailer-section CRLF` (RFC 9112 §7.1), each line a field."""
+    while True:
+        eol = rest.find(b"\r\n", at)
+        if eol < 0:
+            return None
+        if eol == at:
+            return b"".join(body), at + 2
+        match = _FIELD.fullmatch(rest[at:eol])
+        if match is None or match[1].lower() in _NOT_TRAILERS:
+            raise Malformed(f"trailer field line {rest[at:eol]!r}")
+        at = eol + 2
 
 
 @contextlib.asynccontextmanager

@@ -271,8 +271,9 @@ class RequestCycle:
             # but not to HTTP/1.0. RFC 9110 §15.2: "A server MUST NOT send a 1xx response to
             # an HTTP/1.0 client", and "A proxy MUST forward 1xx responses unless the proxy
             # itself requested the generation of the 1xx response."
+            # Its fields pass as a final response's do (103 Early Hints carries Link fields).
             if self.version != HTTP10:
-                self.out.append(heads.serialize(status, [], END))
+                self.out += (responses.status_line(status), *fields.lines, END)
             return
         rt = self.rt
         rt.stats.upstream_latency(rt.loop.time() - self.started_at)
@@ -435,13 +436,15 @@ class RequestCycle:
         if self.pending > flow.HIGH_WATER:
             self.conn.gate.pause(flow.BODY_WAIT)
 
-    def request_complete(self) -> None:
+    def request_complete(self, last: bytes = responses.LAST_CHUNK) -> None:
+        """The request was read whole; `last`: a chunked body's last chunk, with the client's
+        trailer fields in it when it sent some (`trailers.last_chunk`)."""
         self.request_done = True
         if self.chunked:
             if self.upstream is not None:
-                self.upstream.write(responses.LAST_CHUNK)
+                self.upstream.write(last)
             else:
-                self.body.append(responses.LAST_CHUNK)
+                self.body.append(last)
         if self.mirrors and self.replay is not None:
             mirror.send_copies(
                 self.mirrors,

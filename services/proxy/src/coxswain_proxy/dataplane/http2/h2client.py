@@ -29,6 +29,7 @@ class Answer:
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
     body: bytes = b""
     trailers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    informational: list[list[tuple[bytes, bytes]]] = field(default_factory=list)  # 1xx heads
     reset: int | None = None
     ended: bool = False
 
@@ -59,19 +60,32 @@ class H2Client:
         extra: list[tuple[bytes, bytes]] | None = None,
         body: bytes | None = None,
         block: list[tuple[bytes, bytes]] | None = None,
+        end: bool = True,
     ) -> int:
+        """Open a stream; `end` False: neither the body's END_STREAM nor the body yet when
+        `body` is None (the test sends them: `send_body`)."""
         stream = self.h2.get_next_available_stream_id()
         if block is None:
             block = [(b":method", method.encode()), (b":scheme", b"http"),
                      (b":authority", authority.encode()), (b":path", path.encode())]  # fmt: skip
             block += extra or []
         self.answers[stream] = Answer()
-        self.h2.send_headers(stream, block, end_stream=body is None)
+        self.h2.send_headers(stream, block, end_stream=body is None and end)
         if body is not None:
-            self.outgoing[stream] = bytearray(body)
-            self.pump()
+            self.send_body(stream, body)
         self.flush()
         return stream
+
+    def send_body(self, stream: int, body: bytes) -> None:
+        """`body` then END_STREAM on `stream`, within the windows."""
+        self.outgoing[stream] = bytearray(body)
+        self.pump()
+        self.flush()
+
+    def send_trailers(self, stream: int, block: list[tuple[bytes, bytes]]) -> None:
+        """A trailing HEADERS frame ending `stream` (after its body, sent without END_STREAM)."""
+        self.h2.send_headers(stream, block, end_stream=True)
+        self.flush()
 
     def pump(self) -> None:
         """Send what the windows allow of each stream's body; END_STREAM after the last."""
@@ -105,6 +119,8 @@ class H2Client:
             self.pump()
         elif answer is None:
             return
+        elif isinstance(event, h2.events.InformationalResponseReceived):
+            answer.informational.append(list(event.headers or []))
         elif isinstance(event, h2.events.ResponseReceived):
             answer.headers = list(event.headers or [])
             answer.status = int(dict(answer.headers)[b":status"])

@@ -22,6 +22,7 @@ from urllib.parse import quote
 import httptools
 
 from coxswain_proxy.dataplane.http import flow, responses
+from coxswain_proxy.dataplane.http import trailers as trailer_fields
 from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
 from coxswain_proxy.dataplane.http2 import limits
 from coxswain_proxy.dataplane.upstream.picker import Origin
@@ -104,25 +105,10 @@ class StreamCycle(RequestCycle):
         """The client's trailers (checked by `validate.trailers`) go upstream in the chunked
         body's trailer section (RFC 9112 §7.1.2), which `upstream.h2c` turns back into a
         trailing HEADERS frame. A body with a Content-Length has no place for them: dropped."""
-        self.last_chunk = b"".join(
-            (b"0\r\n", *(n + b": " + v + b"\r\n" for n, v in fields), b"\r\n")
-        )
+        self.last_chunk = trailer_fields.last_chunk(trailer_fields.relayable(fields))
 
-    def request_complete(self) -> None:
-        last = self.last_chunk
-        if not last or not self.chunked:
-            super().request_complete()
-            return
-        if self.upstream is not None:
-            self.upstream.write(last)
-        else:
-            self.body.append(last)
-        # The base writes the bare last chunk when chunked: this one took its place.
-        self.chunked = False
-        try:
-            super().request_complete()
-        finally:
-            self.chunked = True
+    def request_complete(self, last: bytes = responses.LAST_CHUNK) -> None:
+        super().request_complete(self.last_chunk or last)
 
     def local(self, status: int, reason: str = "") -> None:
         if not self.grpc:
@@ -279,10 +265,18 @@ class H2Stream:
         assert parser is not None
         status = parser.get_status_code()
         fields, self.fields = self.fields, []
-        if status < 200:
-            return  # interim responses are not relayed over HTTP/2 (the final one follows)
         block = [(b":status", b"%d" % status)]
         block += [(n, v) for n, v in fields if n not in _HOP]
+        if status < 200:
+            # RFC 9113 §8.1: "An HTTP message (request or response) consists of: one HEADERS
+            # frame ... containing the control data and header section", preceded for a
+            # response by "zero or more HEADERS frames ... containing the message headers of
+            # informational (1xx) HTTP responses"; RFC 9110 §15.2: "A proxy MUST forward 1xx
+            # responses unless the proxy itself requested the generation of the 1xx response".
+            # (101 never reaches here: an HTTP/2 request asks for no Upgrade, RFC 9113 §8.6.)
+            if not self.ended:
+                self.conn.send_headers(self.id, block, False)
+            return
         self.status = status
         self.head = block
         if self.head_only:
@@ -295,8 +289,7 @@ class H2Stream:
 
     def on_message_complete(self) -> None:
         if not self.status:
-            self.parser = None  # an interim response ended: the next one is parsed afresh
-            return
+            return  # an interim response ended: the parser goes on to the next one
         if self.ending:
             return
         self.ending = True

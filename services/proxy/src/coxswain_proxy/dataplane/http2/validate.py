@@ -149,14 +149,9 @@ def _assemble(
     return Request(method, target, authority or host, fields, length, grpc, deadline)
 
 
-# Trailer fields a recipient must not act on (RFC 9110 §6.5.1: "framing ... routing ...
-# request modifiers"): dropped, not relayed into an HTTP/1.1 trailer section.
-_NOT_IN_TRAILERS = frozenset({b"content-length", b"host", b"te", b"content-type"})
-
-
 def trailers(block: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """A request's trailer block checked as its headers were, or `MalformedRequest`; the
-    fields that may be relayed (into a chunked body's trailer section, or an h2c stream's)."""
+    fields it holds (`http.trailers.relayable` picks those that may go upstream)."""
     kept: list[tuple[bytes, bytes]] = []
     for name, value in block:
         # RFC 9113 §8.1: "Trailers MUST NOT include pseudo-header fields"; §8.2.1 and §8.2.2
@@ -167,8 +162,7 @@ def trailers(block: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         _check_name(name)
         if name in _CONNECTION_SPECIFIC:
             raise MalformedRequest(f"connection-specific field {name!r} in trailers")
-        if name not in _NOT_IN_TRAILERS:
-            kept.append((name, value))
+        kept.append((name, value))
     return kept
 
 
