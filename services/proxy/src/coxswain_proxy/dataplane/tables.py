@@ -30,7 +30,7 @@ import logging
 import ssl
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import framing, tls
@@ -63,6 +63,9 @@ from coxswain_routing import (
     compile_router,
     fold_header_modifiers,
 )
+
+if TYPE_CHECKING:
+    from coxswain_proxy.dataplane.http.policies.gate import Compiled
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +135,8 @@ class RulePlan:
     backoff: float = 0.0  # seconds
     attempt_timeout: float = 0.0  # seconds per attempt (timeouts.backendRequest); 0: none
     request_timeout: float = 0.0  # seconds for the whole request (timeouts.request); 0: none
+    # The rule's policy (access, limits, auth, affinity: `http.policies`); None: none.
+    policy: Compiled | None = None
 
 
 def _of(filters: Iterable[object], kind: type[Any]) -> list[Any]:
@@ -190,6 +195,9 @@ def _check_pieces(rule: Rule) -> None:
 
 def rule_plan(rule: Rule) -> RulePlan:
     """What a request matching `rule` needs; `framing.UnsafeField` when it could split a head."""
+    # Imported here: the policies write heads, and `heads` reads this module's plans.
+    from coxswain_proxy.dataplane.http.policies import gate
+
     _check_pieces(rule)
     redirects = _of(rule.filters, RequestRedirect)
     cors = _of(rule.filters, Cors)
@@ -215,6 +223,7 @@ def rule_plan(rule: Rule) -> RulePlan:
         backoff=rule.retry.backoff_ms / 1000,
         attempt_timeout=rule.timeouts.backend_request_ms / 1000,
         request_timeout=rule.timeouts.request_ms / 1000,
+        policy=gate.compile_policy(rule),
     )
 
 

@@ -25,13 +25,16 @@ EXPOSE_HEADERS = b"access-control-expose-headers"
 # Never a field value (NUL is not allowed in one): stands for the response's field names.
 RESPONSE_FIELD_NAMES = b"\x00names"
 _PREFIX = b"access-control-"
+_VARY = b"vary"
 
 
 def add(out: list[bytes], start: int, extra: list[tuple[bytes, bytes]]) -> None:
     """Replace the Access-Control-* fields among `out[start:]` (name, ": ", value, CRLF
-    groups) with `extra`'s, and append the rest of `extra`."""
+    groups) with `extra`'s, and append the rest of `extra`. Only a CORS rule's fields (its
+    Vary) replace any: a policy's own (an affinity cookie) are only added."""
+    cors = any(name.lower() == _VARY for name, _ in extra)
     i = start
-    while i < len(out):
+    while cors and i < len(out):
         if out[i][:15].lower() == _PREFIX:
             del out[i : i + 4]
         else:

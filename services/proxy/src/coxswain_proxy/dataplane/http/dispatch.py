@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.http import corsfields, heads, responses, targets
 from coxswain_proxy.dataplane.http.heads import HTTP10
+from coxswain_proxy.dataplane.http.policies import affinity, gate
 from coxswain_proxy.dataplane.http.request_cycle import IDEMPOTENT, RequestCycle
 from coxswain_proxy.dataplane.tables import BackendPlan, BytesPlan, RulePlan, Tables, apply_plan
 from coxswain_routing import (
@@ -191,6 +192,7 @@ def _check_misdirected(cycle: RequestCycle, tables: Tables, host: str) -> None:
 def _serve(
     cycle: RequestCycle, tables: Tables, cand: Candidate, host: bytes, path: str, query: str
 ) -> None:
+    """The rule's CORS, OPTIONS, redirect and policies; then `_send`."""
     plan = cycle.plan = tables.plans[id(cand.rule)]
     cycle.route = plan.route
     if plan.cors is not None and _cors(cycle, plan, plan.cors):
@@ -209,11 +211,52 @@ def _serve(
     if cand.status != 200:
         cycle.local(cand.status, cand.reason)
         return
+    policy = plan.policy
+    if policy is not None:
+        # The rule's policies (access lists, limits, auth): the one hook they have here.
+        verdict = gate.admit(cycle, tables, policy)
+        if verdict is not True:
+            if verdict is not False:
+                verdict.then(_resume, cycle, tables, cand, plan, host, path, query)
+            return
+    _send(cycle, tables, cand, plan, host, path, query)
+
+
+def _resume(
+    cycle: RequestCycle,
+    tables: Tables,
+    cand: Candidate,
+    plan: RulePlan,
+    host: bytes,
+    path: str,
+    query: str,
+) -> None:
+    """`_send` for a request a policy held (external auth, bcrypt) and has now let through."""
+    try:
+        _send(cycle, tables, cand, plan, host, path, query)
+    except errors.DataplaneError as exc:
+        cycle.local(exc.status, str(exc))
+
+
+def _send(
+    cycle: RequestCycle,
+    tables: Tables,
+    cand: Candidate,
+    plan: RulePlan,
+    host: bytes,
+    path: str,
+    query: str,
+) -> None:
+    """Pick the backend slot and its endpoint, build the head, make the first attempt."""
+    policy = plan.policy
     only = plan.only
-    if only is not None:
+    if only is not None and (policy is None or policy.split is None):
         backend, bplan = only
     else:
-        backend = cand.backends.pick()
+        if policy is not None and policy.split is not None:
+            backend = affinity.split_pick(cycle, cand, policy.split)
+        else:
+            backend = cand.backends.pick()
         bplan = plan.backends[id(backend)]
         if not backend.resolved:
             # Spec 003: an unresolved reference "keeps its slot and its weight, and its
@@ -244,7 +287,10 @@ def _serve(
         _plan_mirrors(cycle, tables, plan, bplan, host)
     if plan.request_timeout:
         cycle.arm_request_timer(plan.request_timeout)
-    cycle.attempt(picker.pick())
+    if policy is not None and policy.affinity is not None:
+        cycle.attempt(policy.affinity.pick_origin(cycle, picker))
+    else:
+        cycle.attempt(picker.pick())
 
 
 def _build_head(

@@ -53,6 +53,7 @@ from coxswain_proxy.dataplane.http.phases import (
     TUNNEL,
     WAITING,
 )
+from coxswain_proxy.dataplane.http.policies.guard import BodyLimit
 from coxswain_proxy.dataplane.http.retries import IDEMPOTENT as IDEMPOTENT  # for `dispatch`
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.stats import NO_ROUTE
@@ -70,7 +71,7 @@ class RequestCycle:
         "phase", "request_done", "plan", "bplan", "picker", "route", "cors", "head", "chunked",
         "replay", "kept", "mirrors", "origin", "upstream", "attempts", "body", "pending", "held",
         "started_at", "attempt_timer", "request_timer", "out", "status", "rechunk",
-        "until_close",
+        "until_close", "guard",
     )  # fmt: skip
 
     def __init__(
@@ -108,6 +109,7 @@ class RequestCycle:
         self.replay: list[bytes] | None = None  # the whole body so far, for retries and mirrors
         self.kept = 0  # its bytes (beyond `Config.replay_limit`, nothing is kept)
         self.mirrors: list[tuple[Origin, bytes]] = []  # (origin, Host) of each copy to send
+        self.guard: BodyLimit | None = None  # a policy counting a chunked body (`policies.guard`)
         # The attempts.
         self.origin: Origin | None = None
         self.upstream: Upstream | None = None
@@ -420,6 +422,9 @@ class RequestCycle:
     def request_body(self, chunk: bytes) -> None:
         if self.phase >= ANSWERED:
             return  # answered already: what is left of the body goes nowhere
+        if self.guard is not None and self.guard.over(len(chunk)):
+            self._fail(413, "the request body is larger than the route allows")
+            return
         if self.replay is not None:
             self.replay.append(chunk)
             self.kept += len(chunk)

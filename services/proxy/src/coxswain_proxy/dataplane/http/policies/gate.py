@@ -1,0 +1,231 @@
+"""A rule's policy compiled, and the gate every request of that rule passes before its pick.
+
+Where it sits: `tables.rule_plan` compiles a rule's `Policy` into a `Compiled` (once per
+snapshot, off the request path); `dispatch` calls `admit` after routing, the rule's CORS
+preflight and its redirect, and before a backend is picked. Most rules have no policy, and pay
+one attribute test for it.
+
+The stages, in order (each answers the request itself when it refuses it):
+  source ranges (403) -> body size by Content-Length (413) -> requests in flight per client
+  (429) -> rate limits (429 with Retry-After) -> basic auth (401) -> external auth
+nginx's order is close: its size check comes first of all, and its limits before access; the
+address lists come first here so a client refused by address costs nothing else.
+
+`admit` answers True (go on now), False (answered here), or a `Waiting` whose `then` is called
+with the rest of dispatch once an asynchronous stage (bcrypt, the auth service) lets the
+request through; nothing is allocated for that unless such a stage runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from coxswain_proxy.dataplane import framing
+from coxswain_proxy.dataplane.http import heads
+from coxswain_proxy.dataplane.http.phases import WAITING
+from coxswain_proxy.dataplane.http.policies import answers, basic, guard, limits
+from coxswain_proxy.dataplane.http.policies.access import CidrSet, SourceCheck, client_address
+from coxswain_proxy.dataplane.http.policies.affinity import Affinity
+from coxswain_proxy.dataplane.http.policies.extauth import AuthCall, ExternalCheck
+from coxswain_routing import CookieSplit, Policy, RateKey, Rule
+
+if TYPE_CHECKING:
+    from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
+    from coxswain_proxy.dataplane.tables import Tables
+
+__all__ = ["Compiled", "Waiting", "admit", "compile_policy"]
+
+_CONTENT_LENGTH = b"content-length"
+_ROUTE_KEY = b""  # the one key of a per-route bucket
+BASIC, EXTERNAL = 5, 6  # the asynchronous stages, by the order they run in
+
+
+class _Rate:
+    __slots__ = ("buckets", "per_client", "exempt")
+
+    def __init__(self, rule: Rule, index: int, policy: Policy) -> None:
+        limit = policy.rate_limits[index]
+        self.buckets = limits.state(("rate", rule.id, index, limit), limits.Buckets, limit)
+        self.per_client = limit.key is RateKey.CLIENT_ADDRESS
+        self.exempt = CidrSet(limit.exempt) if limit.exempt else None
+
+
+class Compiled:
+    """What a request of one rule needs of its policy, built once per snapshot."""
+
+    __slots__ = ("sources", "max_body", "in_flight", "rates", "basic", "external", "affinity",
+                 "split")  # fmt: skip
+
+    def __init__(self, rule: Rule, policy: Policy) -> None:
+        ranges = policy.source_ranges
+        self.sources = SourceCheck(ranges) if ranges is not None else None
+        self.max_body = policy.max_body_bytes
+        limit = policy.connections_per_client
+        self.in_flight = (
+            limits.state(("in-flight", rule.id, limit), limits.InFlight, limit) if limit else None
+        )
+        self.rates = tuple(_Rate(rule, i, policy) for i in range(len(policy.rate_limits)))
+        self.basic = basic.BasicCheck(policy.basic_auth) if policy.basic_auth else None
+        external = policy.external_auth
+        self.external = ExternalCheck(external) if external is not None else None
+        self.affinity = Affinity(policy.affinity) if policy.affinity is not None else None
+        self.split: CookieSplit | None = policy.cookie_split
+
+    @property
+    def picks(self) -> bool:
+        """It has a say in the backend or endpoint picked."""
+        return self.affinity is not None or self.split is not None
+
+
+def compile_policy(rule: Rule) -> Compiled | None:
+    """The rule's policy compiled; `framing.UnsafeField` for a piece no head may carry."""
+    policy = rule.policy
+    if policy is None or policy.empty:
+        return None
+    _check_pieces(policy)
+    return Compiled(rule, policy)
+
+
+def _check_pieces(policy: Policy) -> None:
+    """What a policy writes into heads, checked by the data plane's own rules (`framing`)."""
+    if policy.basic_auth is not None:
+        framing.value(f'Basic realm="{policy.basic_auth.realm}"', "realm")
+    external = policy.external_auth
+    if external is not None:
+        framing.value(external.host, "auth host")
+        framing.value(external.path, "auth target")
+        framing.name(external.method)
+        for name in external.response_headers:
+            framing.name(name)
+        framing.value(external.signin or "-", "sign-in URL")
+    if policy.affinity is not None:
+        framing.name(policy.affinity.cookie)
+        framing.value(policy.affinity.path, "cookie path")
+
+
+class Waiting:
+    """A request held by an asynchronous stage; `then(go, *args)` says how it goes on."""
+
+    __slots__ = ("cycle", "tables", "policy", "go", "args")
+
+    def __init__(self, cycle: RequestCycle, tables: Tables, policy: Compiled) -> None:
+        self.cycle = cycle
+        self.tables = tables
+        self.policy = policy
+        self.go: Callable[..., None] | None = None
+        self.args: tuple[Any, ...] = ()
+
+    def then(self, go: Callable[..., None], *args: Any) -> None:
+        self.go, self.args = go, args
+
+    def resume(self, stage: int) -> None:
+        """The stage before `stage` let the request through: the rest, then dispatch's."""
+        cycle = self.cycle
+        if cycle.phase != WAITING or self.go is None:
+            return  # the client left meanwhile
+        verdict = _stages(cycle, self.tables, self.policy, stage, self)
+        if verdict is True:
+            self.go(*self.args)
+
+
+def admit(cycle: RequestCycle, tables: Tables, policy: Compiled) -> bool | Waiting:
+    """Whether the request goes on now (True), was answered (False), or waits (`Waiting`)."""
+    return _stages(cycle, tables, policy, 0, None)
+
+
+def _stages(
+    cycle: RequestCycle, tables: Tables, policy: Compiled, stage: int, waiting: Waiting | None
+) -> bool | Waiting:
+    if stage < BASIC and not _limits(cycle, policy):
+        return False
+    if stage <= BASIC and policy.basic is not None:
+        verdict = _basic(cycle, tables, policy, policy.basic, waiting)
+        if verdict is not True:
+            return verdict
+    if stage <= EXTERNAL and policy.external is not None:
+        held = waiting or Waiting(cycle, tables, policy)
+
+        def authorized(ok: bool) -> None:
+            if ok:
+                held.resume(EXTERNAL + 1)
+
+        AuthCall(cycle, policy.external, authorized).start(tables)
+        return held
+    return True
+
+
+def _limits(cycle: RequestCycle, policy: Compiled) -> bool:
+    """The synchronous stages; False when one answered the request."""
+    address = client_address(cycle.conn.forwarded)
+    sources = policy.sources
+    if sources is not None and not sources.allows(address):
+        answers.refuse(cycle, 403, "the client address is not allowed here")
+        return False
+    if policy.max_body and not _body_fits(cycle, policy.max_body):
+        return False
+    in_flight = policy.in_flight
+    if in_flight is not None and not in_flight.admit(address, cycle):
+        answers.refuse(cycle, 429, "too many requests in flight from this address", _RETRY_1)
+        return False
+    if policy.rates:
+        now = cycle.rt.loop.time()
+        for rate in policy.rates:
+            if rate.exempt is not None and address in rate.exempt:
+                continue
+            wait = rate.buckets.take(address if rate.per_client else _ROUTE_KEY, now)
+            if wait:
+                answers.refuse(cycle, 429, "rate limited", [("retry-after", str(wait))])
+                return False
+    return True
+
+
+_RETRY_1 = [("retry-after", "1")]
+
+
+def _body_fits(cycle: RequestCycle, limit: int) -> bool:
+    """RFC 9110 §15.5.14: "The 413 (Content Too Large) status code indicates that the server
+    is refusing to process a request because the request content is larger than the server is
+    willing or able to process." A declared length is judged now; a body without one (chunked)
+    is counted as it streams (`guard`)."""
+    length = heads.header(cycle.headers, _CONTENT_LENGTH).strip()
+    if length:
+        if length.isdigit() and int(length) > limit:
+            answers.refuse(cycle, 413, f"the request body is larger than {limit} bytes")
+            return False
+        return True
+    if heads.header(cycle.headers, b"transfer-encoding"):
+        guard.watch(cycle, limit)
+    return True
+
+
+def _basic(
+    cycle: RequestCycle,
+    tables: Tables,
+    policy: Compiled,
+    check: basic.BasicCheck,
+    waiting: Waiting | None,
+) -> bool | Waiting:
+    verdict = check.check(cycle.headers)
+    if verdict == basic.PASSED:
+        return True
+    if verdict == basic.BUSY:
+        answers.refuse(cycle, 503, "too many credentials being verified", _RETRY_1)
+        return False
+    if verdict == basic.DENIED:
+        answers.refuse(cycle, 401, "authentication required", check.challenge)
+        return False
+    assert isinstance(verdict, asyncio.Future)
+    held = waiting or Waiting(cycle, tables, policy)
+
+    def verified(future: asyncio.Future[bool]) -> None:
+        if cycle.phase != WAITING:
+            return
+        if not future.cancelled() and future.exception() is None and future.result():
+            held.resume(BASIC + 1)
+        else:
+            answers.refuse(cycle, 401, "authentication required", check.challenge)
+
+    verdict.add_done_callback(verified)
+    return held
