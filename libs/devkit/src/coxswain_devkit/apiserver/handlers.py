@@ -21,13 +21,17 @@ from aiohttp import web
 from coxswain_devkit.apiserver import (
     discovery,
     errors,
+    openapi,
+    options,
     paths,
     podlogs,
+    protobuf,
     scale,
     selection,
     tables,
     watch,
 )
+from coxswain_devkit.apiserver.access import REVIEWS, USER, Access
 from coxswain_devkit.apiserver.auth import Tokens
 from coxswain_devkit.apiserver.faults import Faults
 from coxswain_devkit.apiserver.listing import ListOptions, list_objects
@@ -76,8 +80,9 @@ async def _body(request: web.Request) -> Any:
     raw = await request.read()
     if not raw:
         return None
-    # Protobuf and CBOR bodies (kubectl's `create <generator>` sends protobuf) need each kind's
-    # wire schema; the emulator speaks JSON and YAML only and says so.
+    # kubectl's `create <generator>` sends protobuf: read through the kinds' schema (kproto).
+    if protobuf.is_protobuf(request.content_type):
+        return protobuf.read_body(raw)
     if "protobuf" in request.content_type or "cbor" in request.content_type:
         raise errors.unsupported_media_type(request.content_type)
     try:
@@ -89,19 +94,32 @@ async def _body(request: web.Request) -> Any:
 
 
 class Api:
-    def __init__(self, machinery: Machinery, tokens: Tokens, watch_context: watch.Context) -> None:
+    def __init__(
+        self,
+        machinery: Machinery,
+        tokens: Tokens,
+        watch_context: watch.Context,
+        *,
+        access: Access | None = None,
+    ) -> None:
         self._machinery = machinery
         self._registry = machinery.registry
         self._tokens = tokens
         self._watch = watch_context
+        self._access = access or Access(tokens, machinery.store, enforce=False)
 
     @property
     def faults(self) -> Faults:
         return self._watch.faults
 
     def application(self) -> web.Application:
-        app = web.Application(middlewares=[self._status_middleware, self._fault_middleware])
+        app = web.Application(
+            middlewares=[self._status_middleware, self._access.middleware, self._fault_middleware]
+        )
         app.on_response_prepare.append(_warn)
+        app.middlewares.insert(0, protobuf.middleware)  # outermost: it sees every answer
+        app.middlewares.append(options.middleware)  # innermost: per-write query options
+        openapi.Documents(self._machinery).add_routes(app)
         app.router.add_get("/version", self._version)
         app.router.add_get("/version/", self._version)
         for probe in ("/healthz", "/readyz", "/livez"):
@@ -266,6 +284,9 @@ class Api:
         body = await _body(request)
         if kind.resource == ("authentication.k8s.io", "tokenreviews"):
             return _json(self._tokens.review(body), 201)
+        if kind.resource in REVIEWS:
+            review = self._access.review(kind, target.namespace or "", request[USER], body)
+            return _json(review, 201)
         return _json(self._machinery.create(kind, target.namespace or "", body), 201)
 
     async def _object(self, request: web.Request, target: Target, kind: Kind) -> web.StreamResponse:
