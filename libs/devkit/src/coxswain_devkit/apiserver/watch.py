@@ -1,7 +1,9 @@
 """Watch streams: newline-delimited JSON events from a resourceVersion onward.
 
 A watch replays the store's retained changes after its resourceVersion, then waits for more. With
-no resourceVersion (or "0") it first sends the current objects as ADDED, as the real server does.
+no resourceVersion (or "0") it first sends the current objects as ADDED, as the real server does;
+with `sendInitialEvents=true` (watch-list, which kubectl 1.37's informers use) it sends them
+whatever the resourceVersion and ends them with a BOOKMARK annotated `k8s.io/initial-events-end`.
 A resourceVersion older than the window is answered with one ERROR event carrying a 410 Status,
 the signal informers relist on. Selectors filter as the watch cache does: an object that stops
 matching is sent as DELETED, one that starts matching as ADDED. BOOKMARK events (when asked for)
@@ -27,6 +29,8 @@ from coxswain_devkit.apiserver.selection import Selector
 from coxswain_devkit.apiserver.store import Change, Expired, Obj, Store
 
 DEFAULT_TIMEOUT = 1800.0
+# The annotation on the BOOKMARK that ends a watch-list's initial events.
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +100,16 @@ class Stream:
     async def run(self) -> None:
         store, request = self._ctx.store, self._request
         cursor = store.resource_version
-        if request.resource_version in ("", "0"):
+        # KEP-3157 (watch-list, kubectl 1.37's informers): with sendInitialEvents=true the
+        # current state comes first whatever the resourceVersion ("NotOlderThan" it), then a
+        # BOOKMARK annotated k8s.io/initial-events-end, then changes from that state on.
+        initial = self._http.query.get("sendInitialEvents", "").lower() == "true"
+        if initial or request.resource_version in ("", "0"):
             for obj in store.items(request.kind.resource, request.namespace):
                 if request.selector.matches(obj):
                     await self.send("ADDED", present(request.kind, obj))
+            if initial:
+                await self._bookmark(cursor, {INITIAL_EVENTS_END: "true"})
         else:
             cursor = int(request.resource_version)
         while True:
@@ -128,13 +138,16 @@ class Stream:
         if not self._request.bookmarks or loop.time() < self._next_bookmark:
             return
         self._next_bookmark = loop.time() + self._ctx.bookmark_interval
+        await self._bookmark(cursor)
+
+    async def _bookmark(self, cursor: int, annotations: dict[str, str] | None = None) -> None:
         kind = self._request.kind
-        obj = {
-            "kind": kind.kind,
-            "apiVersion": kind.api_version,
-            "metadata": {"resourceVersion": str(cursor)},
-        }
-        await self.send("BOOKMARK", obj)
+        metadata: dict[str, Any] = {"resourceVersion": str(cursor)}
+        if annotations:
+            metadata["annotations"] = annotations
+        await self.send(
+            "BOOKMARK", {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": metadata}
+        )
 
     def _until_next(self) -> float:
         now = asyncio.get_running_loop().time()
