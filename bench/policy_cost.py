@@ -28,6 +28,7 @@ from coxswain_proxy.dataplane.http.policies import gate, htpasswd
 from coxswain_proxy.dataplane.http.policies.affinity import Affinity, endpoint_token
 from coxswain_proxy.dataplane.upstream.picker import EndpointPicker
 from coxswain_routing import (
+    Backend,
     BasicAuth,
     Endpoint,
     EndpointSet,
@@ -52,6 +53,14 @@ class _Conn:
 @dataclass
 class _Runtime:
     loop: asyncio.AbstractEventLoop
+
+
+@dataclass
+class _Tables:
+    endpoint_picker: EndpointPicker
+
+    def picker(self, backend: Backend) -> EndpointPicker:
+        return self.endpoint_picker
 
 
 @dataclass
@@ -118,8 +127,10 @@ async def measure(rounds: int) -> dict[str, float]:
     affinity = Affinity(SessionAffinity("route"))
     pinned = b"route=" + endpoint_token(picker.origins[3])
     cycle.headers.append((b"cookie", b"a=b; " + pinned))
+    backends = (Backend(1, endpoints.key),)
+    tables = _Tables(picker)
     results["affinity cookie honoured"] = _median_ns(
-        lambda: affinity.pick_origin(cycle, picker),  # type: ignore[arg-type]
+        lambda: affinity.pinned(cycle, tables, backends),  # type: ignore[arg-type]
         rounds,
     )
     t0 = time.perf_counter_ns()

@@ -250,10 +250,15 @@ def _send(
     """Pick the backend slot and its endpoint, build the head, make the first attempt."""
     policy = plan.policy
     only = plan.only
-    if only is not None and (policy is None or policy.split is None):
+    pinned = None
+    if only is not None and (policy is None or not policy.picks):
         backend, bplan = only
     else:
-        if policy is not None and policy.split is not None:
+        if policy is not None and policy.affinity is not None:
+            pinned = policy.affinity.pinned(cycle, tables, cand.rule.backends)
+        if pinned is not None:
+            backend = pinned[0]
+        elif policy is not None and policy.split is not None:
             backend = affinity.split_pick(cycle, cand, policy.split)
         else:
             backend = cand.backends.pick()
@@ -287,10 +292,13 @@ def _send(
         _plan_mirrors(cycle, tables, plan, bplan, host)
     if plan.request_timeout:
         cycle.arm_request_timer(plan.request_timeout)
-    if policy is not None and policy.affinity is not None:
-        cycle.attempt(policy.affinity.pick_origin(cycle, picker))
-    else:
+    if policy is None or policy.affinity is None:
         cycle.attempt(picker.pick())
+        return
+    origin = pinned[1] if pinned is not None else picker.pick()
+    if pinned is None and origin is not None:
+        policy.affinity.remember(cycle, origin)
+    cycle.attempt(origin)
 
 
 def _build_head(

@@ -1,8 +1,12 @@
 """Session affinity by cookie, and the canary's cookie split: a cookie choosing where to go.
 
-Where it sits: `dispatch` asks `pick_slot` for the backend slot of a rule with a cookie split
+Where it sits: `dispatch` asks `Affinity.pinned` for the slot and endpoint a rule with
+affinity's cookie names, then `split_pick` for the slot of a rule with a cookie split
 (ingress-nginx's canary-by-cookie: "always" to the canary, "never" to the main backend, any
-other value the weighted pick) and `pick_origin` for the endpoint of a rule with affinity.
+other value the weighted pick), and `Affinity.remember` sets the cookie on an answer whose
+endpoint no cookie named. A cookie names an endpoint of any of the rule's slots, so a client
+sent to a canary by weight stays there (ingress-nginx's default `affinity-canary-behavior`,
+sticky).
 
 Affinity (ingress-nginx's `affinity: cookie`): the first answer sets a cookie whose value names
 the endpoint that served it (a digest of its address and port, so nothing about the network is
@@ -23,11 +27,13 @@ from coxswain_routing import Backend, Candidate, CookieSplit, SessionAffinity
 
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
+    from coxswain_proxy.dataplane.tables import Tables
     from coxswain_proxy.dataplane.upstream.picker import EndpointPicker, Origin
 
 __all__ = ["Affinity", "cookie_value", "endpoint_token", "split_pick"]
 
 _COOKIE = b"cookie"
+MAX_INDEXES = 64  # pickers indexed per rule (its slots, across endpoint changes)
 SET_COOKIE = b"set-cookie"
 
 
@@ -49,16 +55,8 @@ def endpoint_token(origin: Origin) -> bytes:
     return hashlib.sha256(f"{origin[0]}:{origin[1]}".encode()).hexdigest()[:20].encode()
 
 
-class _Index:
-    __slots__ = ("picker", "origins")
-
-    def __init__(self, picker: EndpointPicker) -> None:
-        self.picker = picker
-        self.origins = {endpoint_token(o): o for o in picker.origins}
-
-
 class Affinity:
-    __slots__ = ("name", "attributes", "expires", "index")
+    __slots__ = ("name", "attributes", "expires", "indexes")
 
     def __init__(self, affinity: SessionAffinity) -> None:
         self.name = affinity.cookie.encode("latin-1")
@@ -73,34 +71,43 @@ class Affinity:
             parts.append("HttpOnly")
         self.attributes = ("; " + "; ".join(parts)).encode("latin-1")
         self.expires = affinity.expires_seconds
-        self.index: _Index | None = None
+        # Each slot's picker and its origins by token; a picker lives as long as its endpoint
+        # set, so a new one (new endpoints) gets a new index.
+        self.indexes: dict[int, tuple[EndpointPicker, dict[bytes, Origin]]] = {}
 
     def _origins(self, picker: EndpointPicker) -> dict[bytes, Origin]:
-        index = self.index
-        if index is None or index.picker is not picker:
-            index = self.index = _Index(picker)
-        return index.origins
+        found = self.indexes.get(id(picker))
+        if found is None or found[0] is not picker:
+            if len(self.indexes) >= MAX_INDEXES:
+                self.indexes.clear()
+            found = self.indexes[id(picker)] = (
+                picker,
+                {endpoint_token(o): o for o in picker.origins},
+            )
+        return found[1]
 
-    def pick_origin(self, cycle: RequestCycle, picker: EndpointPicker) -> Origin | None:
-        """The endpoint the cookie names while it is ready; else the usual pick, and a cookie
-        naming it on the answer."""
+    def pinned(
+        self, cycle: RequestCycle, tables: Tables, backends: tuple[Backend, ...]
+    ) -> tuple[Backend, Origin] | None:
+        """The slot and endpoint the request's cookie names, while that endpoint is ready."""
         token = cookie_value(cycle.headers, self.name)
-        if token is not None:
-            origin = self._origins(picker).get(token)
+        if token is None:
+            return None
+        for backend in backends:
+            picker = tables.picker(backend) if backend.resolved else None
+            origin = self._origins(picker).get(token) if picker is not None else None
             if origin is not None:
-                return origin
-        origin = picker.pick()
-        if origin is not None:
-            cycle.cors.append((SET_COOKIE, self._set_cookie(endpoint_token(origin))))
-        return origin
+                return backend, origin
+        return None
 
-    def _set_cookie(self, token: bytes) -> bytes:
+    def remember(self, cycle: RequestCycle, origin: Origin) -> None:
+        """The answer sets the cookie naming `origin`."""
         # RFC 6265 §4.1.1: set-cookie-string = cookie-pair *( ";" SP cookie-av ).
-        value = self.name + b"=" + token + self.attributes
+        value = self.name + b"=" + endpoint_token(origin) + self.attributes
         if self.expires:
             when = formatdate(time.time() + self.expires, usegmt=True)
             value += b"; Expires=" + when.encode()
-        return value
+        cycle.cors.append((SET_COOKIE, value))
 
 
 def split_pick(cycle: RequestCycle, cand: Candidate, split: CookieSplit) -> Backend:

@@ -406,3 +406,27 @@ async def test_the_canary_cookie_sends_always_to_the_canary_and_never_to_the_mai
             never = await t.get(port, extra="Cookie: canary=never\r\n")
             other = await t.get(port, extra="Cookie: canary=maybe\r\n")
     assert (always.body, never.body, other.body) == (b"canary", b"main", b"main")
+
+
+async def test_the_affinity_cookie_keeps_a_client_on_the_weighted_slot_it_was_sent_to() -> None:
+    policy = Policy(affinity=SessionAffinity("route"))
+    async with contextlib.AsyncExitStack() as stack:
+        main, _ = await stack.enter_async_context(recording.backend(_named("main")))
+        canary, _ = await stack.enter_async_context(recording.backend(_named("canary")))
+        rule = _rule(policy, t.backend("main"), t.backend("canary"))
+        resources: list[Resource] = [
+            t.HTTP_LISTENER,
+            t.endpoints("main", main),
+            t.endpoints("canary", canary),
+            t.routes(HOST, rule),
+        ]
+        running = await stack.enter_async_context(t.running(resources))
+        port = t.actual(running)
+        bodies = set()
+        for _ in range(2):  # the weighted pick alternates: one client lands on each slot
+            first = await t.get(port)
+            cookie = (first.header("set-cookie") or "").split(";")[0]
+            again = [(await t.get(port, extra=f"Cookie: {cookie}\r\n")).body for _ in range(3)]
+            assert set(again) == {first.body}
+            bodies.add(first.body)
+    assert bodies == {b"main", b"canary"}
