@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     api.add_argument(
         "--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks"
     )
+    api.add_argument(
+        "--rbac",
+        action="store_true",
+        help="enforce RBAC for every bearer token (requests without credentials stay the admin)",
+    )
     echo = commands.add_parser("echo", help="run the echo backend")
     echo.add_argument("--address", default="127.0.0.1", help="listen address")
     echo.add_argument("--port", type=int, default=8080, help="HTTP/1.1 and WebSocket port (0: any)")
@@ -120,6 +125,7 @@ async def run_apiserver(args: argparse.Namespace) -> None:
         port=args.port,
         window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
+        rbac=args.rbac,
     )
     server.apply(crds.coxswain())  # installed with the controller, whatever the Gateway API
     if args.gateway_api != "none":

@@ -1,4 +1,5 @@
-"""ServiceAccount tokens: TokenRequest issues them, TokenReview validates them.
+"""Who is calling: ServiceAccount tokens (TokenRequest issues them, TokenReview validates them),
+user tokens for tests, and the emulator's admin.
 
 This is the pair the identity service relies on: a proxy's projected token (audience
 `coxswain-discovery`) goes to TokenReview, which answers who it belongs to. A token is a JWT
@@ -6,6 +7,14 @@ This is the pair the identity service relies on: a proxy's projected token (audi
 puts in one. A review authenticates it only if the signature holds, it has not expired by the
 injected clock, one of its audiences is among those asked for, and the ServiceAccount it names
 still exists with the same uid (and the bound Pod, if any) — the checks the real server makes.
+
+The same checks authenticate a request's `Authorization: Bearer <token>` (`authenticate`),
+against the API server's own audience (the issuer), as kube-apiserver's ServiceAccount token
+authenticator does: a token requested for `coxswain-discovery` only is not a credential for the
+API. `user_token` issues a token for a plain user and groups (what a cluster's OIDC or static
+token file would give); a request with no credentials at all is the emulator's admin
+(`system:admin` in `system:masters`, as the kubeconfig it writes has no user), so tests and
+kubectl that never sent a token keep working when RBAC is enforced (`access`).
 """
 
 from __future__ import annotations
@@ -15,6 +24,8 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from coxswain_devkit.apiserver import errors
@@ -28,6 +39,38 @@ API_AUDIENCES = (ISSUER,)
 DEFAULT_EXPIRATION = 3600
 MIN_EXPIRATION = 600  # "may not specify a duration less than 10 minutes"
 AUTH_API = "authentication.k8s.io/v1"
+AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+MASTERS = "system:masters"  # the privileged group: every request allowed, as kube-apiserver does
+SA_PREFIX = "system:serviceaccount:"
+# A user token's groups claim (tokens for plain users; ServiceAccount tokens carry none).
+GROUPS_CLAIM = "devkit.coxswain-labs.dev/groups"
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str  # e.g. "system:serviceaccount:shop:proxy"
+    uid: str = ""  # the ServiceAccount's uid; "" for users the emulator has no object for
+    groups: tuple[str, ...] = ()  # including system:authenticated for authenticated users
+
+    def info(self) -> dict[str, Any]:
+        """As TokenReview and SelfSubjectReview put it (`UserInfo`)."""
+        return {"username": self.name, "uid": self.uid, "groups": list(self.groups)}
+
+    def service_account(self) -> tuple[str, str] | None:
+        """(namespace, name) if this is a ServiceAccount's username."""
+        namespace, _, name = self.name.removeprefix(SA_PREFIX).partition(":")
+        if not self.name.startswith(SA_PREFIX) or not namespace or not name or ":" in name:
+            return None
+        return namespace, name
+
+
+ADMIN = User("system:admin", groups=(MASTERS, AUTHENTICATED))
+ANONYMOUS = User("system:anonymous", groups=(UNAUTHENTICATED,))
+
+
+def service_account_groups(namespace: str) -> tuple[str, ...]:
+    return ("system:serviceaccounts", f"system:serviceaccounts:{namespace}")
 
 
 def _b64(data: bytes) -> str:
@@ -100,6 +143,36 @@ class Tokens:
             "status": status,
         }
 
+    def authenticate(self, authorization: str) -> User:
+        """The user an `Authorization` header names; no header at all is the admin.
+
+        `InvalidToken` for anything else that does not authenticate (another scheme, a bad,
+        expired or revoked token, or one not meant for the API server): the request is 401."""
+        if not authorization:
+            return ADMIN
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise InvalidToken("only bearer tokens are accepted")
+        user = self._authenticate(token.strip(), list(API_AUDIENCES))["user"]
+        return User(user["username"], user["uid"], tuple(user["groups"]))
+
+    def user_token(
+        self, name: str, groups: Iterable[str] = (), *, expiration: int = DEFAULT_EXPIRATION
+    ) -> str:
+        """A bearer token for a plain user (not a ServiceAccount), valid for the API server and
+        its TokenReview; `system:authenticated` is added to `groups` as authenticators do."""
+        now = int(self._clock())
+        claims = {
+            "iss": ISSUER,
+            "sub": name,
+            "aud": list(API_AUDIENCES),
+            "iat": now,
+            "nbf": now,
+            "exp": now + expiration,
+            GROUPS_CLAIM: list(groups),
+        }
+        return self._sign(claims)
+
     def _sign(self, claims: dict[str, Any]) -> str:
         header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
         payload = _b64(json.dumps(claims, separators=(",", ":")).encode())
@@ -129,6 +202,10 @@ class Tokens:
             raise InvalidToken(
                 f"token audiences {claims['aud']} is invalid for the target audiences {wanted}"
             )
+        if "kubernetes.io" not in claims:  # a user token
+            groups = [g for g in claims.get(GROUPS_CLAIM, []) if g != AUTHENTICATED]
+            user = {"username": claims["sub"], "uid": "", "groups": [*groups, AUTHENTICATED]}
+            return {"authenticated": True, "user": user, "audiences": audiences}
         bound = claims["kubernetes.io"]
         namespace, sa = bound["namespace"], bound["serviceaccount"]
         self._check_alive(
@@ -141,11 +218,7 @@ class Tokens:
         user = {
             "username": claims["sub"],
             "uid": sa["uid"],
-            "groups": [
-                "system:serviceaccounts",
-                f"system:serviceaccounts:{namespace}",
-                "system:authenticated",
-            ],
+            "groups": [*service_account_groups(namespace), AUTHENTICATED],
         }
         return {"authenticated": True, "user": user, "audiences": audiences}
 

@@ -31,6 +31,7 @@ from coxswain_devkit.apiserver import (
     tables,
     watch,
 )
+from coxswain_devkit.apiserver.access import REVIEWS, USER, Access
 from coxswain_devkit.apiserver.auth import Tokens
 from coxswain_devkit.apiserver.faults import Faults
 from coxswain_devkit.apiserver.listing import ListOptions, list_objects
@@ -93,18 +94,28 @@ async def _body(request: web.Request) -> Any:
 
 
 class Api:
-    def __init__(self, machinery: Machinery, tokens: Tokens, watch_context: watch.Context) -> None:
+    def __init__(
+        self,
+        machinery: Machinery,
+        tokens: Tokens,
+        watch_context: watch.Context,
+        *,
+        access: Access | None = None,
+    ) -> None:
         self._machinery = machinery
         self._registry = machinery.registry
         self._tokens = tokens
         self._watch = watch_context
+        self._access = access or Access(tokens, machinery.store, enforce=False)
 
     @property
     def faults(self) -> Faults:
         return self._watch.faults
 
     def application(self) -> web.Application:
-        app = web.Application(middlewares=[self._status_middleware, self._fault_middleware])
+        app = web.Application(
+            middlewares=[self._status_middleware, self._access.middleware, self._fault_middleware]
+        )
         app.on_response_prepare.append(_warn)
         app.middlewares.insert(0, protobuf.middleware)  # outermost: it sees every answer
         app.middlewares.append(options.middleware)  # innermost: per-write query options
@@ -273,6 +284,9 @@ class Api:
         body = await _body(request)
         if kind.resource == ("authentication.k8s.io", "tokenreviews"):
             return _json(self._tokens.review(body), 201)
+        if kind.resource in REVIEWS:
+            review = self._access.review(kind, target.namespace or "", request[USER], body)
+            return _json(review, 201)
         return _json(self._machinery.create(kind, target.namespace or "", body), 201)
 
     async def _object(self, request: web.Request, target: Target, kind: Kind) -> web.StreamResponse:

@@ -84,9 +84,10 @@ class Machinery:
             meta["name"] = f"{meta['generateName']}{suffix}"
         _place(kind, meta, namespace)
         name = str(meta.get("name", ""))
-        problems = name_problems(name, label=kind.resource == NAMESPACES) + label_problems(
-            meta.get("labels")
-        )
+        segment = kind.group == "rbac.authorization.k8s.io"  # e.g. ClusterRole system:discovery
+        problems = name_problems(
+            name, label=kind.resource == NAMESPACES, segment=segment
+        ) + label_problems(meta.get("labels"))
         if problems:
             raise errors.invalid(kind.kind, kind.group, name, problems)
         if kind.namespaced:

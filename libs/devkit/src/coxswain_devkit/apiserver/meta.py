@@ -33,11 +33,16 @@ def parse_timestamp(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
-def name_problems(name: str, *, label: bool) -> list[tuple[str, str]]:
-    """Why `name` is not a valid object name; namespaces must be DNS labels, others subdomains."""
+def name_problems(name: str, *, label: bool, segment: bool = False) -> list[tuple[str, str]]:
+    """Why `name` is not a valid object name; namespaces must be DNS labels, RBAC objects path
+    segments (`system:discovery`: ValidatePathSegmentName), others subdomains."""
     limit, pattern = (63, _LABEL) if label else (253, _SUBDOMAIN)
     if not name:
         return [("metadata.name", "Required value: name or generateName is required")]
+    if segment:
+        bad = name in (".", "..") or "/" in name or "%" in name
+        why = f"Invalid value: \"{name}\": may not be '.' or '..' nor contain '/' or '%'"
+        return [("metadata.name", why)] if bad else []
     if len(name) > limit or not pattern.match(name):
         what = "RFC 1123 label" if label else "RFC 1123 subdomain"
         return [

@@ -101,6 +101,34 @@ BUILTIN: tuple[Kind, ...] = (
         verbs=("create",),
     ),
     _k(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        namespaced=False,
+        verbs=("create",),
+    ),
+    # RBAC (enforced with ApiServer(rbac=True); see access.py) and the reviews answered from it.
+    _k("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+    _k("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+    _k("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
+    _k(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        namespaced=False,
+    ),
+    *(
+        _k("authorization.k8s.io", "v1", kind, f"{kind.lower()}s", namespaced=ns, verbs=("create",))
+        for kind, ns in (
+            ("SubjectAccessReview", False),
+            ("LocalSubjectAccessReview", True),
+            ("SelfSubjectAccessReview", False),
+            ("SelfSubjectRulesReview", False),
+        )
+    ),
+    _k(
         "apiextensions.k8s.io",
         "v1",
         "CustomResourceDefinition",

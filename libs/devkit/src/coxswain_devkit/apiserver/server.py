@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from coxswain_devkit.apiserver import manifests, watch
+from coxswain_devkit.apiserver import manifests, rbac, watch
+from coxswain_devkit.apiserver.access import Access
 from coxswain_devkit.apiserver.auth import Tokens
 from coxswain_devkit.apiserver.faults import Faults
 from coxswain_devkit.apiserver.gc import Collector
@@ -42,6 +43,7 @@ class ApiServer:
         window: int = 1000,
         bookmark_interval: float = 60.0,
         clock: Clock = system_clock,
+        rbac: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -50,19 +52,23 @@ class ApiServer:
         self.machinery = Machinery(self.store, self.registry, clock=clock)
         self.collector = Collector(self.machinery)
         self.tokens = Tokens(self.machinery, clock=clock)
+        # RBAC enforced for every identity but the admin (a request without credentials).
+        self.access = Access(self.tokens, self.store, enforce=rbac)
         self.faults = Faults(self.store)
         self._watch = watch.Context(
             self.store, self.registry, self.faults, bookmark_interval, clock
         )
         self._runner: web.AppRunner | None = None
         self.machinery.bootstrap()
+        if rbac:
+            self._bootstrap_policy()
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> ApiServer:
-        app = Api(self.machinery, self.tokens, self._watch).application()
+        app = Api(self.machinery, self.tokens, self._watch, access=self.access).application()
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_SECONDS)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
@@ -84,6 +90,14 @@ class ApiServer:
         await self.stop()
         self.store.compact()
         await self.start()
+
+    def _bootstrap_policy(self) -> None:
+        """The default ClusterRoles and bindings a cluster starts with (`rbac.bootstrap_policy`)."""
+        for obj in rbac.bootstrap_policy():
+            kind = self.registry.by_kind(obj["apiVersion"], obj["kind"])
+            assert kind is not None
+            if self.store.get(self.machinery.key(kind, "", obj["metadata"]["name"])) is None:
+                self.machinery.create(kind, "", obj)
 
     def apply(self, objects: list[Obj]) -> list[Obj]:
         """Create (or replace) objects directly, keeping their status; see `manifests`."""
