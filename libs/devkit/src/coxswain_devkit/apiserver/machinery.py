@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from coxswain_devkit.apiserver import errors, patch
+from coxswain_devkit.apiserver import errors, fieldsets, managed, options, patch
 from coxswain_devkit.apiserver.defaults import Defaulter
 from coxswain_devkit.apiserver.listing import present
 from coxswain_devkit.apiserver.meta import (
@@ -74,7 +74,15 @@ class Machinery:
     def get(self, kind: Kind, namespace: str, name: str) -> Obj:
         return present(kind, self.current(kind, namespace, name))
 
-    def create(self, kind: Kind, namespace: str, body: Any, *, keep_status: bool = False) -> Obj:
+    def create(
+        self,
+        kind: Kind,
+        namespace: str,
+        body: Any,
+        *,
+        keep_status: bool = False,
+        entries: list[Obj] | None = None,
+    ) -> Obj:
         obj = _checked_body(kind, body)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
@@ -101,6 +109,11 @@ class Machinery:
         if kind.status and not keep_status:
             obj.pop("status", None)
         self._defaults.on_create(kind, obj)
+        if entries is None:
+            entries = managed.update(
+                managed.base_entries(None, obj), None, obj, self.shape(kind), self._write(kind, "")
+            )
+        _set_entries(obj, entries)
         return self._store(kind, key, obj)
 
     def update(
@@ -125,11 +138,59 @@ class Machinery:
         content_type: str,
         subresource: str = "",
     ) -> Obj:
+        if content_type.split(";")[0].strip() == patch.APPLY:
+            return self.apply(kind, namespace, name, body, subresource=subresource)
         current = self.current(kind, namespace, name)
         patched = patch.apply(content_type, present(kind, current), body, builtin=kind.builtin)
         new = _checked_body(kind, patched)
         new["metadata"]["name"] = name
         return self._commit(kind, current, new, subresource)
+
+    def apply(
+        self, kind: Kind, namespace: str, name: str, body: Any, *, subresource: str = ""
+    ) -> Obj:
+        """Server-side apply: create or merge `body` as the request's field manager's (see
+        `managed`); 409 on a conflict with another manager's field unless force=true."""
+        opts = options.current()
+        if not opts.manager_given:
+            raise errors.bad_request("PATCH, fieldManager is required for apply requests")
+        config = _applied_config(kind, body, name)
+        current = self.store.get(self.key(kind, namespace, name))
+        if current is None and subresource:
+            raise errors.not_found(kind.plural, kind.group, name)
+        old = present(kind, current) if current is not None else None
+        merged, entries = managed.apply(
+            managed.base_entries(current, {}),
+            old,
+            config,
+            self.shape(kind),
+            self._write(kind, subresource),
+            force=opts.force,
+        )
+        if current is None:
+            return self.create(kind, namespace, merged, entries=entries)
+        merged["metadata"]["name"] = name
+        return self._commit(kind, current, merged, subresource, entries=entries)
+
+    def shape(self, kind: Kind) -> fieldsets.Shape:
+        """How `kind`'s lists merge and are owned: the built-in table, or the CRD schema."""
+        if kind.builtin:
+            return fieldsets.BuiltinShape()
+        crd = self.store.get(Key(*CRDS, "", self.registry.owner_of(kind.group, kind.plural) or ""))
+        for version in ((crd or {}).get("spec") or {}).get("versions") or []:
+            if version.get("name") == kind.version:
+                schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+                return fieldsets.SchemaShape(schema)
+        return fieldsets.SchemaShape({})
+
+    def _write(self, kind: Kind, subresource: str) -> managed.Write:
+        return managed.Write(
+            manager=options.current().manager,
+            api_version=kind.api_version,
+            subresource=subresource,
+            now=timestamp(self.clock),
+            has_status=kind.status,
+        )
 
     def delete(self, kind: Kind, namespace: str, name: str, options: Any = None) -> Obj:
         current = self.current(kind, namespace, name)
@@ -169,7 +230,15 @@ class Machinery:
         self._changed()
         return gone
 
-    def _commit(self, kind: Kind, current: Obj, new: Obj, subresource: str) -> Obj:
+    def _commit(
+        self,
+        kind: Kind,
+        current: Obj,
+        new: Obj,
+        subresource: str,
+        *,
+        entries: list[Obj] | None = None,
+    ) -> Obj:
         meta, old_meta = new["metadata"], current["metadata"]
         _place(kind, meta, old_meta.get("namespace", ""))
         if meta.get("resourceVersion") not in (None, "", old_meta["resourceVersion"]):
@@ -187,6 +256,11 @@ class Machinery:
             raise errors.invalid(kind.kind, kind.group, old_meta["name"], problems)
         if desired_state(new) != desired_state(current):
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
+        if entries is None:
+            write = self._write(kind, subresource)
+            base = managed.base_entries(current, new)
+            entries = managed.update(base, present(kind, current), new, self.shape(kind), write)
+        _set_entries(new, entries)
         key = self.key(kind, old_meta.get("namespace", ""), old_meta["name"])
         if without_resource_version(present(kind, new)) == without_resource_version(
             present(kind, current)
@@ -246,6 +320,26 @@ def _checked_body(kind: Kind, body: Any) -> Obj:
         )
     obj.setdefault("metadata", {})
     return obj
+
+
+def _applied_config(kind: Kind, body: Any, name: str) -> Obj:
+    config = _checked_body(kind, body)
+    for field in ("apiVersion", "kind"):
+        if not config.get(field):
+            raise errors.bad_request(f"{field} must be set in an applied configuration")
+    sent = config["metadata"].get("name")
+    if sent != name:
+        raise errors.bad_request(
+            f"the name of the object ({sent}) does not match the name on the URL ({name})"
+        )
+    return config
+
+
+def _set_entries(obj: Obj, entries: list[Obj]) -> None:
+    if entries:
+        obj["metadata"]["managedFields"] = entries
+    else:
+        obj["metadata"].pop("managedFields", None)
 
 
 def _place(kind: Kind, meta: dict[str, Any], namespace: str) -> None:

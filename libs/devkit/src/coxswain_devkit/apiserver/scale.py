@@ -55,4 +55,4 @@ def write(
             "Scale", "autoscaling", name, [("spec.replicas", "Invalid value: must be >= 0")]
         )
     changed = {**current, "spec": {**(current.get("spec") or {}), "replicas": replicas}}
-    return read(machinery.update(kind, namespace, name, changed))
+    return read(machinery.update(kind, namespace, name, changed, subresource="scale"))
