@@ -96,7 +96,7 @@ def _parent_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
 
 # Fields shown only when set: added after most cases were written, so the cases that leave them
 # unset read as they always did.
-_SHOWN_WHEN_SET = {("GatewayListeners", "backend_client_certificate")}
+_SHOWN_WHEN_SET = {("GatewayListeners", "backend_client_certificate"), ("Rule", "policy")}
 
 
 def _plain(value: Any) -> Any:

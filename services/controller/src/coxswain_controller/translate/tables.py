@@ -92,6 +92,9 @@ def _endpoint_uses(rules: Iterable[Rule]) -> list[str]:
             mirror = getattr(flt, "backend", None)
             if mirror is not None and mirror.endpoints:
                 uses.append(mirror.endpoints)
+        auth = rule.policy.external_auth if rule.policy is not None else None
+        if auth is not None and auth.endpoints:
+            uses.append(auth.endpoints)  # the external auth service's (policy)
     return uses
 
 

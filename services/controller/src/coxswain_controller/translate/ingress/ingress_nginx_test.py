@@ -295,11 +295,11 @@ def test_default_annotations_lie_under_the_ingress_own() -> None:
 
 def test_a_refused_default_refuses_every_ingress_of_the_class_and_says_whose_it_is() -> None:
     router, result = run(
-        *_parameters({"auth-url": "http://auth"}), ingress("i", "a.example", cls="compat")
+        *_parameters({"limit-rate": "100"}), ingress("i", "a.example", cls="compat")
     )
     assert router.match(HTTPS, "a.example", "GET", "/").status == 404
     [message] = events(result, "i")
-    assert "auth-url" in message and "default of IngressClass compat" in message
+    assert "limit-rate" in message and "default of IngressClass compat" in message
     assert "not supported yet" in message and "not served" in message
 
 
@@ -316,13 +316,24 @@ def test_a_refused_default_refuses_every_ingress_of_the_class_and_says_whose_it_
         pytest.param({"server-snippet": "x"}, "/", "snippets are never run", id="server-snippet"),
         pytest.param({"auth-snippet": "x"}, "/", "snippets are never run", id="auth-snippet"),
         pytest.param({"stream-snippet": "x"}, "/", "snippets are never run", id="stream-snippet"),
-        pytest.param({"auth-url": "http://a"}, "/", "not supported yet", id="auth-not-yet"),
-        pytest.param({"limit-rps": "5"}, "/", "not supported yet", id="limits-not-yet"),
         pytest.param(
-            {"whitelist-source-range": "10.0.0.0/8"}, "/", "not supported yet", id="ranges"
+            {"auth-url": "http://auth.example/check"},
+            "/",
+            "does not name a Service",
+            id="auth-url-outside-the-cluster",
         ),
-        pytest.param({"affinity": "cookie"}, "/", "not supported yet", id="affinity-not-yet"),
-        pytest.param({"proxy-body-size": "8m"}, "/", "not supported yet", id="body-size-not-yet"),
+        pytest.param(
+            {"auth-url": "https://auth.ns.svc/"}, "/", "not supported yet", id="auth-url-https"
+        ),
+        pytest.param({"auth-type": "digest"}, "/", "digest", id="digest-auth"),
+        pytest.param(
+            {"auth-type": "basic", "auth-secret": "missing"}, "/", "not found", id="no-secret"
+        ),
+        pytest.param({"limit-rate": "100"}, "/", "not supported yet", id="bandwidth-not-yet"),
+        pytest.param({"limit-rps": "many"}, "/", "not a whole number", id="bad-rate"),
+        pytest.param({"whitelist-source-range": "10.0.0.0/33"}, "/", "not a CIDR", id="bad-range"),
+        pytest.param({"affinity": "ip"}, "/", "is not cookie", id="affinity-not-cookie"),
+        pytest.param({"proxy-body-size": "8 megs"}, "/", "not an nginx size", id="bad-size"),
         pytest.param({"proxy-ssl-secret": "ns/s"}, "/", "not supported yet", id="proxy-ssl"),
         pytest.param({"auth-tls-secret": "ns/s"}, "/", "not supported yet", id="auth-tls"),
         pytest.param({"ssl-passthrough": "true"}, "/", "not supported yet", id="passthrough"),

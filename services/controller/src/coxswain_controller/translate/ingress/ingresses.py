@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.certificates import load_tls_secret
 from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_event
-from coxswain_controller.translate.ingress import canaries, lowering, regex_hosts
+from coxswain_controller.translate.ingress import canaries, lowering, policies, regex_hosts
 from coxswain_controller.translate.ingress.canaries import INVALID_ANNOTATION
 from coxswain_controller.translate.ingress.ingress_params import ClassParameters, class_parameters
 from coxswain_controller.translate.ingress.plans import IngressPlan, read_plan
@@ -203,7 +203,9 @@ def _plans(inputs: Inputs, options: Options, events: list[Event]) -> list[Ingres
     plans = []
     for ingress, class_name, parameters in _claimed(inputs, options, events):
         try:
-            plans.append(read_plan(ingress, class_name, parameters.default_annotations))
+            plan = read_plan(ingress, class_name, parameters.default_annotations)
+            policies.load_secrets(plan, inputs)
+            plans.append(plan)
         except MALFORMED as exc:
             events.append(malformed_event("Ingress", ingress, exc))
     return plans

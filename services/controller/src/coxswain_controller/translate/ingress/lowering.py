@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coxswain_controller.translate.backends.resolver import BackendResolver
-from coxswain_controller.translate.ingress import regex_hosts
+from coxswain_controller.translate.ingress import policies, regex_hosts
 from coxswain_controller.translate.ingress.annotations.policy import Policy
 from coxswain_controller.translate.ingress.annotations.values import duration
 from coxswain_controller.translate.ingress.canaries import CanaryPath, MainKey, main_key
@@ -33,6 +33,7 @@ from coxswain_controller.translate.routes.rules import compile_rules
 from coxswain_routing import (
     Backend,
     BackendProtocol,
+    CookieSplit,
     PathModifier,
     PathModifierType,
     RouteId,
@@ -201,17 +202,23 @@ def _served(plan: IngressPlan, path: PathPlan, ctx: Context, out: Lowered) -> li
     canary = ctx.canaries.get(main_key(plan, path))
     split = canary.plan.policy.canary if canary is not None else None
     refs = [backend_ref(plan, path.backend, ctx, split.total - split.weight if split else 1)]
-    if canary is not None and split is not None and split.weight:
-        refs.append(backend_ref(canary.plan, canary.path.backend, ctx, split.weight))
+    cookie = None
+    if canary is not None and split is not None and (split.weight or split.cookie):
+        # By cookie the canary is a slot of its own, weighted 0 when it takes no share.
+        canary_ref = backend_ref(canary.plan, canary.path.backend, ctx, split.weight)
+        refs.append(canary_ref)
+        if split.cookie:
+            cookie = (CookieSplit(split.cookie, always=1, never=0), canary_ref)
     policy = plan.policy
-    rules = [
-        _compile(plan, path.index, httproute_rule(policy, path, pattern, refs), ctx, out, path)
-    ]
+    raw = httproute_rule(policy, path, pattern, refs)
+    rules = [_compile(plan, path.index, raw, ctx, out, path, split=cookie)]
     if canary is None or split is None or not split.header or policy.redirect is not None:
         return rules
     to_canary = [backend_ref(canary.plan, canary.path.backend, ctx, 1)]
     by_header = httproute_rule(policy, path, pattern, to_canary, [canary_header(split)])
-    rules.append(_compile(canary.plan, canary.path.index, by_header, ctx, out, path, policy))
+    rules.append(
+        _compile(canary.plan, canary.path.index, by_header, ctx, out, path, policy, main=plan)
+    )
     if not split.header_value and not split.header_pattern:
         never = {"name": split.header, "value": "never"}
         to_main = [backend_ref(plan, path.backend, ctx, 1)]
@@ -254,6 +261,8 @@ def _compile(
     policy: Policy | None = None,
     *,
     rule_name: str = "",
+    main: IngressPlan | None = None,
+    split: tuple[CookieSplit, dict[str, Any]] | None = None,
 ) -> Rule:
     """`raw` compiled by the HTTPRoute lowering, as the rule `index` of `plan` (`policy`: the
     one its filters came from, when not the plan's own: a canary's rule serves the main's)."""
@@ -268,9 +277,41 @@ def _compile(
     if path is not None:
         pattern = ctx.patterns.get((path.host, path.value))
         rule = _regex_rewrite(rule, rewrite_target(policy, path), pattern)
+    if split is not None and len(rule.backends) == 1:
+        rule = _zero_weight_slot(rule, plan, split[1], ctx)
     rule = _protocol(rule, policy.protocol, at, out)
+    if path is not None and policy.redirect is None:
+        rule = _policy(rule, main or plan, policy, path, ctx, out, split and split[0])
     out.refused += [f"{at}.{p.field}: {p.message}" for p in rule.validate()]
     return rule
+
+
+def _zero_weight_slot(rule: Rule, plan: IngressPlan, ref: dict[str, Any], ctx: Context) -> Rule:
+    """The canary's slot of a cookie split that takes no share by weight: the HTTPRoute
+    lowering drops a backendRef weighted 0 (it sends nothing), which the cookie still picks."""
+    resolved = ctx.resolver.resolve(
+        {**ref, "weight": 0}, route_kind="Ingress", route_namespace=namespace(plan.obj)
+    )
+    return replace(rule, backends=(*rule.backends, resolved.backend))
+
+
+def _policy(
+    rule: Rule,
+    owner: IngressPlan,
+    policy: Policy,
+    path: PathPlan,
+    ctx: Context,
+    out: Lowered,
+    split: CookieSplit | None,
+) -> Rule:
+    """The rule's access, limits, auth and affinity (`policies`); its redirect rules get none."""
+    regex = (path.host, path.value) in ctx.patterns
+    cookie_path = "/" if regex or not path.value.startswith("/") else path.value
+    found, unresolved = policies.rule_policy(
+        owner, policy, ctx.resolver, cookie_path=cookie_path, split=split
+    )
+    out.unresolved += unresolved
+    return rule if found is None else replace(rule, policy=found)
 
 
 def _regex_rewrite(rule: Rule, target: str, pattern: regex_hosts.Pattern | None) -> Rule:

@@ -15,7 +15,7 @@ from typing import Any
 from coxswain_controller.translate.ingress.annotations.policy import Policy, read
 from coxswain_controller.translate.inputs import Obj, created, meta, name, namespace, spec, uid
 from coxswain_controller.translate.result import ObjectRef
-from coxswain_routing import PathType
+from coxswain_routing import BasicAuth, PathType
 
 __all__ = ["DEFAULT_BACKEND_INDEX", "IngressPlan", "PathPlan", "ServiceRef", "read_plan"]
 
@@ -57,6 +57,8 @@ class IngressPlan:
     # Why the Ingress is not served beyond its annotations (a path no regex can read).
     refusals: list[str] = field(default_factory=list)
     tls_problems: list[str] = field(default_factory=list)  # Secrets that serve nothing
+    # auth-type: basic, its Secret read (`policies.load_secrets`); None: no basic auth.
+    basic: BasicAuth | None = None
 
     @property
     def ref(self) -> ObjectRef:

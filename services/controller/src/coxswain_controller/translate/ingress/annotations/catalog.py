@@ -57,9 +57,8 @@ def _later(group: str, note: str) -> Entry:
 
 SNIPPET = "snippets are never run: raw nginx configuration is what CVE-2025-1974 came through"
 BUFFERING = "the proxy streams request and response bodies; buffering changes nothing a client sees"
-AUTH = "external and basic authentication are not built yet"
-LIMITS = "rate and connection limits are not built yet"
-AFFINITY = "session affinity by cookie is not built yet"
+AUTH = "this part of external authentication is not built yet"
+AFFINITY = "this part of session affinity is not built yet"
 BACKEND_TLS = (
     "backend certificate settings are not built yet (a BackendTLSPolicy verifies backends)"
 )
@@ -148,7 +147,11 @@ _ENTRIES: dict[str, Entry] = {
     ),
     "canary-by-header-value": _h("Canary", "a rule matching the header's exact value"),
     "canary-by-header-pattern": _h("Canary", "a rule matching the header by regex"),
-    "canary-by-cookie": _later("Canary", "the routing model matches no cookie"),
+    "canary-by-cookie": _h(
+        "Canary",
+        "the cookie's value always sends to the canary, never to the main Ingress, ahead of "
+        "the weights (after canary-by-header)",
+    ),
     # TLS
     "ssl-passthrough": _later("TLS", "TLS passthrough for Ingress hosts is not built yet"),
     "ssl-ciphers": _i("TLS", "the proxy's TLS settings apply"),
@@ -182,19 +185,28 @@ _ENTRIES: dict[str, Entry] = {
         )
     },
     # Limits and access
-    "proxy-body-size": _later("Limits", "a request body size limit is not built yet"),
+    "proxy-body-size": _h(
+        "Limits",
+        "a body size limit (nginx sizes: 8m, 512k, 1g; 0 is none): 413 for a larger "
+        "Content-Length, and a chunked body cut off with 413 as it grows past it",
+    ),
+    "limit-rps": _h(
+        "Limits",
+        "a token bucket per client address: the rate per second, a burst of rate times "
+        "limit-burst-multiplier; 429 with Retry-After past it (ingress-nginx answers 503)",
+    ),
+    "limit-rpm": _h("Limits", "as limit-rps, per minute; with both set, both apply"),
+    "limit-burst-multiplier": _h("Limits", "the burst as a multiple of the rate (default 5)"),
+    "limit-connections": _h(
+        "Limits", "requests in flight per client address on the path (nginx's limit_conn); 429"
+    ),
     **{
-        f"limit-{k}": _later("Limits", LIMITS)
-        for k in (
-            "rps",
-            "rpm",
-            "connections",
-            "burst-multiplier",
-            "rate",
-            "rate-after",
-            "allowlist",
-            "whitelist",
-        )
+        f"limit-{k}": _h("Limits", "CIDRs the rate limits never apply to")
+        for k in ("allowlist", "whitelist")
+    },
+    **{
+        f"limit-{k}": _later("Limits", "response bandwidth limits are not built yet")
+        for k in ("rate", "rate-after")
     },
     **{
         k: _later("Limits", "global rate limits are not built yet")
@@ -206,50 +218,75 @@ _ENTRIES: dict[str, Entry] = {
         )
     },
     **{
-        f"{k}-source-range": _later("Access", "source address lists are not built yet")
-        for k in ("whitelist", "allowlist", "denylist")
+        f"{k}-source-range": _h(
+            "Access",
+            "only clients in these CIDRs are served, by the connection's peer address; "
+            "others get 403",
+        )
+        for k in ("whitelist", "allowlist")
     },
+    "denylist-source-range": _h(
+        "Access", "clients in these CIDRs get 403, whatever the allow list says"
+    ),
     # Authentication
+    "auth-type": _h(
+        "Authentication", "basic (htpasswd hashes: bcrypt, apr1, {SHA}); digest refused"
+    ),
+    "auth-secret": _h(
+        "Authentication", "the Secret of the Ingress's namespace holding the htpasswd entries"
+    ),
+    "auth-secret-type": _h("Authentication", "auth-file (the key auth) or auth-map (user: hash)"),
+    "auth-realm": _h("Authentication", "the realm of WWW-Authenticate"),
+    "auth-url": _h(
+        "Authentication",
+        "an http URL of a Service (<name>.<namespace>.svc[.cluster.local][:port]/path): the "
+        "request's head is sent there first; 2xx lets it through, 401 and 403 answer it",
+    ),
+    "auth-signin": _h(
+        "Authentication",
+        "on the auth service's 401, a 302 to this URL ($host, $scheme, $request_uri and "
+        "$escaped_request_uri filled in), with rd= the original URL",
+    ),
+    "auth-signin-redirect-param": _h("Authentication", "the sign-in URL's parameter (default rd)"),
+    "auth-response-headers": _h(
+        "Authentication", "fields of the auth service's 2xx answer set on the request sent on"
+    ),
+    "auth-method": _h("Authentication", "the auth request's method (default GET)"),
     **{
         f"auth-{k}": _later("Authentication", AUTH)
         for k in (
-            "type",
-            "secret",
-            "secret-type",
-            "realm",
-            "url",
-            "signin",
-            "signin-redirect-param",
-            "response-headers",
             "request-redirect",
-            "method",
             "cache-key",
             "cache-duration",
-            "keepalive",
-            "keepalive-requests",
-            "keepalive-timeout",
             "keepalive-share-vars",
             "proxy-set-headers",
             "always-set-cookie",
         )
     },
-    "satisfy": _later("Authentication", AUTH),
+    **{
+        f"auth-{k}": _i("Authentication", "the proxy keeps its auth connections alive itself")
+        for k in ("keepalive", "keepalive-requests", "keepalive-timeout")
+    },
+    "satisfy": _later("Authentication", "satisfy any (auth or address) is not built yet"),
     "enable-global-auth": _i("Authentication", "Coxswain has no global authentication to skip"),
     # Affinity
-    **{
-        k: _later("Affinity", AFFINITY)
-        for k in ("affinity", "affinity-mode", "affinity-canary-behavior")
-    },
+    "affinity": _h(
+        "Affinity",
+        "cookie: the proxy sets a cookie naming the endpoint that served the client, "
+        "and sends it there while that endpoint is ready",
+    ),
+    "affinity-mode": _i("Affinity", "the cookie's endpoint is kept while it is ready, as balanced"),
+    "affinity-canary-behavior": _later("Affinity", AFFINITY),
+    "session-cookie-name": _h("Affinity", "the cookie's name (default INGRESSCOOKIE)"),
+    "session-cookie-path": _h("Affinity", "its Path (default the Ingress path; / for regexes)"),
+    "session-cookie-max-age": _h("Affinity", "its Max-Age, in seconds"),
+    "session-cookie-expires": _h("Affinity", "its Expires, in seconds from the answer"),
+    "session-cookie-samesite": _h("Affinity", "its SameSite: None, Lax or Strict"),
+    "session-cookie-secure": _h("Affinity", "its Secure attribute"),
     **{
         f"session-cookie-{k}": _later("Affinity", AFFINITY)
         for k in (
-            "name",
-            "path",
             "domain",
-            "expires",
-            "max-age",
-            "samesite",
-            "secure",
             "partitioned",
             "change-on-failure",
             "conditional-samesite-none",
@@ -311,3 +348,27 @@ OFF_IS_HARMLESS = frozenset(
 def entry(name: str) -> Entry | None:
     """The catalog entry of an annotation name without the prefix; None: unknown."""
     return CATALOG.get(name)
+
+
+def markdown_table() -> str:
+    """The catalog as docs/migrating-from-ingress-nginx.md's "Every annotation" table: groups
+    in the catalog's order, keys sorted within each (`catalog_test` holds the doc to it)."""
+    groups: dict[str, list[str]] = {}
+    for name, found in _ENTRIES.items():
+        groups.setdefault(found.group, []).append(name)
+    lines = ["| annotation | fate | what Coxswain does |", "| --- | --- | --- |"]
+    for group, names in groups.items():
+        lines.append(f"| **{group}** | | |")
+        for name in sorted(names):
+            found = CATALOG[name]
+            lines.append(f"| `{name}` | {_fate(found)} | {found.note.removeprefix(_LATER)} |")
+    return "\n".join(lines) + "\n"
+
+
+_LATER = "not supported yet: "
+
+
+def _fate(found: Entry) -> str:
+    if found.fate is not Fate.REFUSED:
+        return found.fate.value
+    return "**refused**, never" if found.never else "**refused**, not yet"

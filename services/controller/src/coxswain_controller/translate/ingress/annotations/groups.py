@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from coxswain_controller.translate.ingress.annotations import values
+from coxswain_controller.translate.ingress.annotations import access, values
 from coxswain_controller.translate.ingress.annotations.catalog import CATALOG, PREFIX, Fate
 from coxswain_controller.translate.ingress.annotations.values import BadValue
 from coxswain_controller.translate.routes import wire_values
@@ -98,6 +98,7 @@ def read_all(found: Mapping[str, tuple[str, str]], policy: Policy, *, canary: bo
     reader = _Reader(found, policy)
     for group in (_rewrite, _ssl_redirect, _timeouts, _cors, _redirects, _headers, _backend):
         group(reader, policy)
+    access.read_access(reader, policy)
     _canary(reader, policy, canary)
 
 
@@ -305,6 +306,7 @@ def _canary(r: _Reader, p: Policy, canary: bool) -> None:
         "canary-by-header",
         "canary-by-header-value",
         "canary-by-header-pattern",
+        "canary-by-cookie",
     )
     is_canary = r.parse("canary", values.boolean)
     if not canary or not is_canary:
@@ -315,7 +317,15 @@ def _canary(r: _Reader, p: Policy, canary: bool) -> None:
     weight = r.parse("canary-weight", lambda t: values.integer(t, low=0, high=total)) or 0
     header = r.parse("canary-by-header", _header_name) or ""
     exact, pattern = _canary_values(r, header)
-    p.canary = Canary(weight, total, header, exact, pattern)
+    cookie = r.parse("canary-by-cookie", _cookie_name) or ""
+    p.canary = Canary(weight, total, header, exact, pattern, cookie)
+
+
+def _cookie_name(text: str) -> str:
+    name = text.strip()
+    if wire_values.token_problem(name) is not None:
+        raise BadValue("is not a cookie name")
+    return name
 
 
 def _canary_values(r: _Reader, header: str) -> tuple[str, str]:

@@ -28,8 +28,9 @@ from coxswain_controller.translate.ingress.annotations.catalog import (
     entry,
 )
 from coxswain_controller.translate.ingress.annotations.values import BadValue, boolean
+from coxswain_routing import SessionAffinity
 
-__all__ = ["Canary", "Policy", "Verdict", "read"]
+__all__ = ["BasicSpec", "Canary", "ExternalSpec", "Limits", "Policy", "Verdict", "read"]
 
 # What ingress-nginx's canary keeps of its own (affinity and hashing): refused here as not
 # built, where the rest of a canary's annotations are ignored.
@@ -64,6 +65,42 @@ class Canary:
     header: str = ""  # lower-cased; "" for none
     header_value: str = ""  # the value sending to the canary ("always" when unset)
     header_pattern: str = ""  # a regex on the value, when no header_value is set
+    cookie: str = ""  # canary-by-cookie: the cookie whose always/never decides; "" for none
+
+
+@dataclass(frozen=True, slots=True)
+class BasicSpec:
+    """auth-type: basic, as written: the Secret is read when the Ingress's stages run."""
+
+    secret: str  # the Secret's name, in the Ingress's namespace
+    secret_type: str = "auth-file"  # noqa: S105 (a kind of Secret); or "auth-map"
+    realm: str = "Authentication Required"
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalSpec:
+    """auth-url and its companions, as written: the Service is resolved when lowering."""
+
+    service: str
+    namespace: str  # "" : the Ingress's own
+    port: int
+    host: str  # the auth request's Host, as the URL names it
+    target: str  # path and query
+    method: str = "GET"
+    response_headers: tuple[str, ...] = ()
+    signin: str = ""
+    redirect_param: str = "rd"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """limit-* as ingress-nginx reads them."""
+
+    rps: int = 0
+    rpm: int = 0
+    burst_multiplier: int = 5
+    connections: int = 0
+    exempt: tuple[str, ...] = ()
 
 
 @dataclass
@@ -83,6 +120,13 @@ class Policy:
     forwarded_prefix: str = ""
     protocol: str = ""  # HTTP, HTTPS, GRPC, GRPCS or H2C; "" lets the Service port say
     canary: Canary | None = None  # set on a canary Ingress
+    allow_ranges: tuple[str, ...] = ()  # whitelist/allowlist-source-range
+    deny_ranges: tuple[str, ...] = ()  # denylist-source-range
+    max_body_bytes: int = 0  # proxy-body-size; 0: no limit
+    limits: Limits = field(default_factory=Limits)
+    basic: BasicSpec | None = None
+    external: ExternalSpec | None = None
+    affinity: SessionAffinity | None = None  # its path "" : the Ingress path's own
 
     @property
     def served(self) -> bool:
@@ -147,6 +191,9 @@ def _static(name: str, value: str, origin: str, canary: bool) -> Verdict | None:
         return Verdict(key, value, found.fate, found.note, origin)
     if canary and not name.startswith(("canary", *_CANARY_OWN)):
         note = "a canary Ingress takes the main Ingress's behaviour (as in ingress-nginx)"
+        return Verdict(key, value, Fate.IGNORED, note, origin)
+    if canary and found.fate is Fate.HONOURED and not name.startswith("canary"):
+        note = "a canary's own affinity is not built: the main Ingress's cookie applies to both"
         return Verdict(key, value, Fate.IGNORED, note, origin)
     if found.fate is Fate.REFUSED and name in OFF_IS_HARMLESS and _off(value):
         return Verdict(key, value, Fate.IGNORED, "off, which is what Coxswain does", origin)
