@@ -211,6 +211,13 @@ def _notes(plan: IngressPlan, found: Stages, ctx: lowering.Context) -> list[str]
         )
     if policy.protocol and policy.protocol != "HTTP":
         notes.append(_PROTOCOL_NOTES[policy.protocol])
+    asked = _policy_parts(policy)
+    if asked:
+        notes.append(
+            f"{', '.join(asked)} have no Gateway API filter: the HTTPRoute below serves without "
+            "them (a CoxswainPolicy, not built yet, will carry them); keep this Ingress serving "
+            "its paths meanwhile"
+        )
     if any((p.host, p.value) in found.patterns for p in plan.paths):
         notes.append(
             "regex host: each path is a case-insensitive regex guarded by the host's longer "
@@ -218,6 +225,22 @@ def _notes(plan: IngressPlan, found: Stages, ctx: lowering.Context) -> list[str]
             "otherwise"
         )
     return notes
+
+
+def _policy_parts(policy: Any) -> list[str]:
+    """The policy annotations an Ingress honours (what a CoxswainPolicy would carry)."""
+    parts = {
+        "source ranges": policy.allow_ranges or policy.deny_ranges,
+        "proxy-body-size": policy.max_body_bytes,
+        "rate and connection limits": policy.limits.rps
+        or policy.limits.rpm
+        or policy.limits.connections,
+        "basic auth": policy.basic,
+        "external auth": policy.external,
+        "cookie affinity": policy.affinity,
+        "canary-by-cookie": policy.canary is not None and policy.canary.cookie,
+    }
+    return [name for name, asked in parts.items() if asked]
 
 
 def _routes(
