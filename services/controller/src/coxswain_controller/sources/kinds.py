@@ -8,9 +8,11 @@ translation reads alike), the API's preferred one among those it serves the kind
 Kubernetes' version order (GA, then beta, then alpha; higher numbers first), which is the order
 discovery lists a group's versions in. So Gateway API v1.6 is watched at v1 throughout, in
 either channel, and an older experimental channel's stream routes at v1alpha2 (TLSRoute at
-v1alpha3 where served). ListenerSet and the experimental gateway.networking.x-k8s.io kinds are
-not watched: translation reads none of them. CustomResourceDefinitions are watched only to
-notice the Gateway API appearing or going away.
+v1alpha3 where served). ListenerSet is read at v1 only: the releases before v1.5 served it as
+the experimental XListenerSet of gateway.networking.x-k8s.io, another kind, which is not
+watched (nor is any other experimental gateway.networking.x-k8s.io kind), so a cluster whose
+Gateway API does not serve listenersets at v1 runs without ListenerSets.
+CustomResourceDefinitions are watched only to notice the Gateway API appearing or going away.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class GatewayKind:
 GATEWAY: tuple[GatewayKind, ...] = (
     GatewayKind("GatewayClass", "gatewayclasses", ("v1", "v1beta1"), namespaced=False),
     GatewayKind("Gateway", "gateways", ("v1", "v1beta1")),
+    # GEP-1713: standard since Gateway API v1.5, at v1 only.
+    GatewayKind("ListenerSet", "listenersets", ("v1",)),
     GatewayKind("HTTPRoute", "httproutes", ("v1", "v1beta1")),
     # Gateway API v1.1 made GRPCRoute v1; the v1alpha2 of earlier releases is left to them.
     GatewayKind("GRPCRoute", "grpcroutes", ("v1",)),

@@ -117,6 +117,11 @@ def merge_status(
         merged["loadBalancer"] = fragment["loadBalancer"]
     if "listeners" in fragment:
         merged["listeners"] = _listeners(current.get("listeners") or [], fragment["listeners"], now)
+        # A Gateway's count of attached ListenerSets: ours alone, dropped when not given.
+        if "attachedListenerSets" in fragment:
+            merged["attachedListenerSets"] = fragment["attachedListenerSets"]
+        else:
+            merged.pop("attachedListenerSets", None)
     if "parents" in fragment:
         merged["parents"] = _parents(
             current.get("parents") or [], fragment["parents"], controller, now

@@ -6,7 +6,7 @@ condition of ours withdrawn once the verdict leaves it out (a Gateway's
 InsecureFrontendValidationMode and its own ResolvedRefs too), and "no write" when the live status
 already says what the verdict says; status.addresses replaced whole, or dropped when there are
 none; a policy's ancestors merged as a route's parents are, other controllers' kept and ours
-dropped when none is left.
+dropped when none is left; a Gateway's attachedListenerSets written and withdrawn.
 """
 
 from __future__ import annotations
@@ -214,3 +214,13 @@ def test_a_policy_no_gateway_of_ours_uses_loses_our_ancestors_only() -> None:
     assert dropped is not None and "ancestors" not in dropped
     # Nobody's: nothing to write at all.
     assert merge_status({}, {"ancestors": []}, controller=ME, now="t1") is None
+
+
+def test_attached_listener_sets_is_ours_and_dropped_when_not_given() -> None:
+    fragment: dict[str, Any] = {"conditions": [], "listeners": [], "attachedListenerSets": 2}
+    merged = merge_status({"attachedListenerSets": 1}, fragment, controller=ME, now="t1")
+    assert merged is not None and merged["attachedListenerSets"] == 2
+    assert merge_status(merged, fragment, controller=ME, now="t2") is None
+    del fragment["attachedListenerSets"]
+    withdrawn = merge_status(merged, fragment, controller=ME, now="t3")
+    assert withdrawn is not None and "attachedListenerSets" not in withdrawn

@@ -35,6 +35,7 @@ GROUP, VERSION = "gateway.networking.k8s.io", "v1"
 PLURALS = {
     "GatewayClass": "gatewayclasses",
     "Gateway": "gateways",
+    "ListenerSet": "listenersets",
     "HTTPRoute": "httproutes",
     "GRPCRoute": "grpcroutes",
     "TCPRoute": "tcproutes",

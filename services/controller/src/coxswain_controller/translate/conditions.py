@@ -53,3 +53,8 @@ class Reason(StrEnum):
     CONFIGURATION_CHANGED = "ConfigurationChanged"
     # Policies (GEP-713): one that another outranks on each of its targets.
     CONFLICTED = "Conflicted"
+    # ListenerSets (GEP-1713): a Gateway's allowedListeners refusing one, its parent refused or
+    # not programmed.
+    NOT_ALLOWED = "NotAllowed"
+    PARENT_NOT_ACCEPTED = "ParentNotAccepted"
+    PARENT_NOT_PROGRAMMED = "ParentNotProgrammed"

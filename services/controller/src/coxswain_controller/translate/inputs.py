@@ -31,6 +31,7 @@ _EMPTY: Mapping[tuple[str, str], Obj] = {}
 KINDS = (
     "GatewayClass",
     "Gateway",
+    "ListenerSet",
     "HTTPRoute",
     "GRPCRoute",
     "TCPRoute",

@@ -18,6 +18,10 @@ from coxswain_controller.translate.gateways.addresses import Addresses, gateway_
 from coxswain_controller.translate.gateways.classes import class_events
 from coxswain_controller.translate.gateways.gateway_states import GatewayState
 from coxswain_controller.translate.gateways.gateway_status import gateway_events, gateway_verdict
+from coxswain_controller.translate.gateways.listenerset_status import (
+    listener_set_events,
+    listener_set_verdicts,
+)
 from coxswain_controller.translate.inputs import Inputs, Options
 from coxswain_controller.translate.provision import names
 from coxswain_controller.translate.provision.mirror import with_endpoints
@@ -67,19 +71,27 @@ class Pass:
         events = [
             *class_events(self.class_verdicts),
             *(e for g in gateways for e in gateway_events(g)),
+            *(e for g in gateways for e in listener_set_events(g)),
             *(e for c in self.routes.values() for e in c.events),
             *(e for c in self.grpc_routes.values() for e in c.events),
             *(e for c in self.stream_routes.values() for e in c.events),
             *self.events,
             *self.resolver.events,  # slices and policies it could not read
         ]
+        # Each Gateway's address is its Service's, read from the current inputs: a Service's
+        # status changing (a load balancer assigning an address) is a patch.
+        gateway_verdicts = [
+            gateway_verdict(g, gateway_addresses(g, self.inputs, self.options, self.addresses))
+            for g in gateways
+        ]
         verdicts: list[Verdict] = [
             *self.class_verdicts,
-            # Each Gateway's address is its Service's, read from the current inputs: a Service's
-            # status changing (a load balancer assigning an address) is a patch.
+            *gateway_verdicts,
+            # ListenerSets after their Gateways: a set's Programmed follows its parent's.
             *(
-                gateway_verdict(g, gateway_addresses(g, self.inputs, self.options, self.addresses))
-                for g in gateways
+                v
+                for g, parent in zip(gateways, gateway_verdicts, strict=True)
+                for v in listener_set_verdicts(g, parent)
             ),
             *(c.verdict for c in self.routes.values() if c.verdict is not None),
             *(c.verdict for c in self.grpc_routes.values() if c.verdict is not None),

@@ -18,6 +18,8 @@ from coxswain_controller.translate.result import (
     Condition,
     GatewayVerdict,
     IngressVerdict,
+    ListenerSetVerdict,
+    ListenerVerdict,
     PolicyVerdict,
     TranslateResult,
     Verdict,
@@ -45,20 +47,21 @@ def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
             if verdict.addresses is None
             else {"addresses": [{"type": t, "value": v} for t, v in verdict.addresses]}
         )
+        sets = (
+            {}
+            if verdict.attached_listener_sets is None
+            else {"attachedListenerSets": verdict.attached_listener_sets}
+        )
         return {
             **addresses,
+            **sets,
             "conditions": _conditions(verdict.conditions, verdict.generation),
-            "listeners": [
-                {
-                    "name": x.name,
-                    "supportedKinds": [
-                        {"group": GATEWAY_GROUP, "kind": k} for k in x.supported_kinds
-                    ],
-                    "attachedRoutes": x.attached_routes,
-                    "conditions": _conditions(x.conditions, verdict.generation),
-                }
-                for x in verdict.listeners
-            ],
+            "listeners": _listeners(verdict.listeners, verdict.generation),
+        }
+    if isinstance(verdict, ListenerSetVerdict):
+        return {
+            "conditions": _conditions(verdict.conditions, verdict.generation),
+            "listeners": _listeners(verdict.listeners, verdict.generation),
         }
     if isinstance(verdict, PolicyVerdict):
         return {
@@ -81,6 +84,18 @@ def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
             for p in verdict.parents
         ]
     }
+
+
+def _listeners(listeners: tuple[ListenerVerdict, ...], generation: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": x.name,
+            "supportedKinds": [{"group": GATEWAY_GROUP, "kind": k} for k in x.supported_kinds],
+            "attachedRoutes": x.attached_routes,
+            "conditions": _conditions(x.conditions, generation),
+        }
+        for x in listeners
+    ]
 
 
 def _lb_entry(kind: str, value: str) -> dict[str, str]:

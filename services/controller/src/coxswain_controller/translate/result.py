@@ -22,6 +22,7 @@ __all__ = [
     "Event",
     "GatewayVerdict",
     "IngressVerdict",
+    "ListenerSetVerdict",
     "ListenerVerdict",
     "ObjectRef",
     "ParentVerdict",
@@ -81,6 +82,19 @@ class GatewayVerdict:
     scope: Scope
     # status.addresses as (type, value): None leaves the field alone (no published Service).
     addresses: tuple[tuple[str, str], ...] | None = None
+    # status.attachedListenerSets; None: the Gateway admits none and none names it (withdrawn).
+    attached_listener_sets: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSetVerdict:
+    """A ListenerSet's status (GEP-1713): its own conditions and one entry per listener."""
+
+    ref: ObjectRef
+    generation: int
+    uid: str
+    conditions: tuple[Condition, ...]  # Accepted, Programmed
+    listeners: tuple[ListenerVerdict, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +140,14 @@ class PolicyVerdict:
     ancestors: tuple[AncestorVerdict, ...]
 
 
-Verdict = ClassVerdict | GatewayVerdict | RouteVerdict | IngressVerdict | PolicyVerdict
+Verdict = (
+    ClassVerdict
+    | GatewayVerdict
+    | ListenerSetVerdict
+    | RouteVerdict
+    | IngressVerdict
+    | PolicyVerdict
+)
 
 
 @dataclass(frozen=True, slots=True)

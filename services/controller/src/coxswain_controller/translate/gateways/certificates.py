@@ -9,20 +9,32 @@ selected by the names it carries").
 A CA bundle is the `ca.crt` key of a ConfigMap (as written) or of a Secret (base64, as Secret
 data is), read whole: every certificate in it is trusted, and a bundle none of which parses is
 refused. Both a Gateway's frontend validation and a BackendTLSPolicy read them here.
+
+`certificate_ref` reads one listener certificateRef of a Gateway or of a ListenerSet, from its
+owner's namespace: GEP-1713, "A ListenerSet must be able to reference a secret/backend in the
+same namespace as itself without a ReferenceGrant", and "When a ReferenceGrant is applied to a
+Gateway it MUST NOT be inherited by child ListenerSets" (nor the other way round), so a grant
+must name the owner's own kind.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from coxswain_controller.translate.inputs import Obj, name, namespace
+from coxswain_controller.translate.backends.grants import Grants
+from coxswain_controller.translate.conditions import Reason
+from coxswain_controller.translate.inputs import Inputs, Obj, name, namespace
 
-__all__ = ["CA_KINDS", "Certificate", "load_ca_bundle", "load_tls_secret"]
+__all__ = ["CA_KINDS", "Certificate", "certificate_ref", "load_ca_bundle", "load_tls_secret"]
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
 
 CA_KINDS = ("ConfigMap", "Secret")  # the kinds a CA bundle reference may name (core group)
 
@@ -68,3 +80,38 @@ def load_ca_bundle(holder: Obj, kind: str) -> bytes | str:
     except (ValueError, TypeError, binascii.Error) as err:
         return f"{where} holds no usable CA certificate in ca.crt: {err}"
     return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certificates)
+
+
+def certificate_ref(
+    inputs: Inputs, owner: Obj, owner_kind: str, ref: Mapping[str, Any], grants: Grants
+) -> Certificate | tuple[Reason, str]:
+    """The certificate one listener certificateRef of `owner` (a `owner_kind`) names, or the
+    reason and message it cannot be used."""
+    group, kind = ref.get("group") or "", ref.get("kind") or "Secret"
+    secret_ns = ref.get("namespace") or namespace(owner)
+    secret_name = str(ref.get("name", ""))
+    if group or kind != "Secret":
+        return (
+            Reason.INVALID_CERTIFICATE_REF,
+            f"certificateRef kind {group or 'core'}/{kind} is not supported",
+        )
+    if secret_ns != namespace(owner) and not grants.permits(
+        from_group=GATEWAY_GROUP,
+        from_kind=owner_kind,
+        from_namespace=namespace(owner),
+        to_kind="Secret",
+        to_namespace=secret_ns,
+        to_name=secret_name,
+    ):
+        return (
+            Reason.REF_NOT_PERMITTED,
+            f"no ReferenceGrant in {secret_ns} permits {owner_kind} from {namespace(owner)} "
+            f"to Secret {secret_name}",
+        )
+    secret = inputs.get("Secret", secret_ns, secret_name)
+    if secret is None:
+        return Reason.INVALID_CERTIFICATE_REF, f"Secret {secret_ns}/{secret_name} not found"
+    loaded = load_tls_secret(secret)
+    if isinstance(loaded, str):
+        return Reason.INVALID_CERTIFICATE_REF, loaded
+    return loaded

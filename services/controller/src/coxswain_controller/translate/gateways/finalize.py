@@ -34,7 +34,7 @@ def _finalize_gateway(gateway: GatewayState, tables: ScopeTables) -> None:
         if not x.served:
             continue
         listeners.append(
-            Listener(x.name, x.port, x.bind_port, x.model_protocol, x.hostname, x.tls_mode)
+            Listener(x.wire_name, x.port, x.bind_port, x.model_protocol, x.hostname, x.tls_mode)
         )
         for certificate in x.certificates:
             names = (x.hostname,) if x.hostname else certificate.dns_names

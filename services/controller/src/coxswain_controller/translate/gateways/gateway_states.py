@@ -13,6 +13,14 @@ TLSRouteModeTerminate); TLS listeners of either mode share a port, each serving 
 is not Accepted, whatever refused it. HTTPS listeners on one port whose hostnames can claim the
 same request host are marked OverlappingTLSConfig (the Gateway API's warning about HTTP/2
 connection coalescing); they are still served.
+
+ListenerSets (GEP-1713, `listenersets`): "Implementations MUST treat the parent Gateway as having
+the merged list of all listeners from itself and attached ListenerSets", so the listeners of
+each ListenerSet the Gateway's allowedListeners admits are read like its own (their certificate
+references from the ListenerSet's namespace, under ReferenceGrants to the ListenerSet), appended
+in merge precedence, and validated with them; each carries its ListenerSet's key, which route
+attachment and status read. A Gateway's own listeners come first, so a ListenerSet can take
+nothing from them; a ListenerSet whose parent is not accepted keeps none of its listeners.
 """
 
 from __future__ import annotations
@@ -23,9 +31,11 @@ from typing import Any
 
 from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.conditions import ConditionType, Reason
-from coxswain_controller.translate.gateways.certificates import Certificate, load_tls_secret
+from coxswain_controller.translate.gateways import listenersets
+from coxswain_controller.translate.gateways.certificates import Certificate, certificate_ref
 from coxswain_controller.translate.gateways.classes import ClassState, is_dedicated_ref
 from coxswain_controller.translate.gateways.gateway_tls import GatewayTls, read_gateway_tls
+from coxswain_controller.translate.gateways.listenersets import ListenerSetState
 from coxswain_controller.translate.guard import guarded
 from coxswain_controller.translate.inputs import (
     Inputs,
@@ -59,8 +69,9 @@ ROUTE_KINDS = {
     "TCP": ("TCPRoute",),
     "UDP": ("UDPRoute",),
 }
-# spec.tls is honoured (issue 17: client certificates both ways, `gateway_tls`).
-IGNORED_FIELDS = ("addresses", "allowedListeners")
+# spec.tls is honoured (issue 17: client certificates both ways, `gateway_tls`), and so is
+# spec.allowedListeners (ListenerSets, `listenersets`).
+IGNORED_FIELDS = ("addresses",)
 
 
 @dataclass(slots=True, eq=False)
@@ -79,10 +90,23 @@ class ListenerState:
     # Its port in the shared range, also while the Gateway is dedicated (bind_ports.py).
     shared_bind_port: int = 0
     attached: int = 0
+    # The ListenerSet (namespace, name) it comes from; None: the Gateway's own.
+    listener_set: tuple[str, str] | None = None
+    # The namespace allowedRoutes' "Same" means: its Gateway's, or its ListenerSet's.
+    owner_namespace: str = ""
 
     @property
     def model_protocol(self) -> ListenerProtocol:
         return ListenerProtocol(self.protocol)
+
+    @property
+    def wire_name(self) -> str:
+        """Its name in the snapshot: a ListenerSet's listener as `<namespace>/<set>/<name>`
+        (GEP-1713: names "MUST" be allowed to repeat across a Gateway and its ListenerSets; a
+        Gateway listener's name holds no slash)."""
+        if self.listener_set is None:
+            return self.name
+        return f"{self.listener_set[0]}/{self.listener_set[1]}/{self.name}"
 
 
 @dataclass(slots=True, eq=False)
@@ -98,6 +122,9 @@ class GatewayState:
     infrastructure: Infrastructure | None = None
     # spec.tls: client certificate validation per HTTPS port, the backend client certificate.
     tls: GatewayTls = field(default_factory=GatewayTls)
+    # The ListenerSets naming it, in merge precedence (attached or not).
+    listener_sets: list[ListenerSetState] = field(default_factory=list)
+    admits_listener_sets: bool = False  # spec.allowedListeners admits some namespace
 
     @property
     def namespace(self) -> str:
@@ -112,7 +139,17 @@ class GatewayState:
         return self.cls.accepted and not self.problems
 
     def listener(self, section: str) -> ListenerState | None:
-        return next((x for x in self.listeners if x.name == section), None)
+        """Its own listener named `section` (a ListenerSet's are not the Gateway's)."""
+        return next(
+            (x for x in self.listeners if x.name == section and x.listener_set is None), None
+        )
+
+    @property
+    def own_listeners(self) -> list[ListenerState]:
+        return [x for x in self.listeners if x.listener_set is None]
+
+    def listener_set(self, key: tuple[str, str]) -> ListenerSetState | None:
+        return next((x for x in self.listener_sets if x.key == key), None)
 
 
 def gateway_states(
@@ -135,13 +172,19 @@ def gateway_states(
         if class_name in classes
     ]
     claimed.sort(key=lambda g: (created(g), namespace(g), name(g)))
+    sets = listenersets.by_parent(inputs, malformed)
     return {
         (state.namespace, state.name): state
         for _, state in guarded(
             "Gateway",
             claimed,
             lambda g: _gateway(
-                inputs, g, classes[str(spec(g)["gatewayClassName"])], grants, options or Options()
+                inputs,
+                g,
+                classes[str(spec(g)["gatewayClassName"])],
+                grants,
+                options or Options(),
+                sets.get((namespace(g), name(g)), []),
             ),
             malformed,
         )
@@ -149,7 +192,12 @@ def gateway_states(
 
 
 def _gateway(
-    inputs: Inputs, obj: Obj, cls: ClassState, grants: Grants, options: Options
+    inputs: Inputs,
+    obj: Obj,
+    cls: ClassState,
+    grants: Grants,
+    options: Options,
+    sets: list[Obj],
 ) -> GatewayState:
     infra = (spec(obj).get("infrastructure") or {}).get("parametersRef")
     dedicated = cls.dedicated or is_dedicated_ref(infra)
@@ -173,22 +221,61 @@ def _gateway(
         state.problems += state.infrastructure.problems
         ignored = tuple(k for k in IGNORED_FIELDS if k != "addresses")
     # Spec 003 "Listeners": "Not supported in this release, reported and ignored: spec.addresses
-    # ..., spec.tls, and spec.allowedListeners (ListenerSets)." spec.tls is supported since.
+    # ..., spec.tls, and spec.allowedListeners (ListenerSets)." Both are supported since.
     state.notes += [
         f"spec.{key} is not supported in this release and is ignored"
         for key in ignored
         if spec(obj).get(key)
     ]
+    _merge_listener_sets(inputs, state, sets, grants)
     _resolve_conflicts(state.listeners)
     # After conflicts, so that only listeners still served have their clients' CAs checked.
     state.tls = read_gateway_tls(inputs, obj, state.listeners, grants)
+    _settle_listener_sets(state)
     _overlapping_tls(state.listeners)
     return state
 
 
+def _merge_listener_sets(
+    inputs: Inputs, state: GatewayState, sets: list[Obj], grants: Grants
+) -> None:
+    """Each ListenerSet naming the Gateway, in merge precedence; the listeners of those its
+    allowedListeners admits appended to its own."""
+    state.admits_listener_sets = listenersets.admits_any(state.obj)
+    for obj in sets:
+        entry = ListenerSetState(obj)
+        state.listener_sets.append(entry)
+        why = listenersets.admits(state.obj, obj, inputs)
+        if why is not None:
+            entry.refusal = (Reason.NOT_ALLOWED, why)
+            continue
+        for raw in listenersets.raw_listeners(obj):
+            listener = _listener(inputs, obj, raw, grants, owner_kind=listenersets.KIND)
+            listener.listener_set = entry.key
+            entry.listeners.append(listener)
+        state.listeners += entry.listeners
+
+
+def _settle_listener_sets(state: GatewayState) -> None:
+    """GEP-1713: a ListenerSet whose parent is not accepted is `ParentNotAccepted`, and none of
+    its listeners is served (the Gateway's Accepted reflects its own listeners alone)."""
+    if state.served and any(x.served for x in state.own_listeners):
+        return
+    where = f"Gateway {state.namespace}/{state.name} is not accepted"
+    for entry in state.listener_sets:
+        if entry.refusal is None:
+            entry.refusal = (Reason.PARENT_NOT_ACCEPTED, where)
+    state.listeners = state.own_listeners
+
+
 def _listener(
-    inputs: Inputs, gateway: Obj, raw: Mapping[str, Any], grants: Grants
+    inputs: Inputs,
+    owner: Obj,
+    raw: Mapping[str, Any],
+    grants: Grants,
+    owner_kind: str = "Gateway",
 ) -> ListenerState:
+    """One listener of `owner` (a Gateway, or a ListenerSet of one), validated."""
     protocol = str(raw.get("protocol", ""))
     tls = raw.get("tls") or {}
     mode = (
@@ -203,6 +290,7 @@ def _listener(
         tls_mode=mode,
         allowed_routes=allowed,
         supported_kinds=(),
+        owner_namespace=namespace(owner),
     )
     if protocol not in ROUTE_KINDS:
         _refuse(listener, Reason.UNSUPPORTED_PROTOCOL, f"protocol {protocol!r} is not supported")
@@ -218,7 +306,8 @@ def _listener(
         # HTTPS, and TLS in Terminate mode: the Gateway API's GatewayTLSConfig, "Terminate:
         # The TLS session between the downstream client and the Gateway is terminated at the
         # Gateway. This mode requires certificates to be specified".
-        _certificates(inputs, gateway, listener, tls.get("certificateRefs") or [], grants)
+        refs = tls.get("certificateRefs") or []
+        _certificates(inputs, owner, owner_kind, listener, refs, grants)
     else:
         _stream_rules(listener)
     return listener
@@ -264,7 +353,8 @@ def _group(kind: Mapping[str, Any]) -> str:
 
 def _certificates(
     inputs: Inputs,
-    gateway: Obj,
+    owner: Obj,
+    owner_kind: str,
     listener: ListenerState,
     refs: list[Mapping[str, Any]],
     grants: Grants,
@@ -281,7 +371,7 @@ def _certificates(
         )
         return
     for ref in refs:
-        problem = _certificate(inputs, gateway, listener, ref, grants)
+        problem = _certificate(inputs, owner, owner_kind, listener, ref, grants)
         if problem is not None:
             # Spec 003: "A reference that merely does not resolve yet is reported and the
             # listener still opens, so that creating the Secret later heals it".
@@ -289,35 +379,16 @@ def _certificates(
 
 
 def _certificate(
-    inputs: Inputs, gateway: Obj, listener: ListenerState, ref: Mapping[str, Any], grants: Grants
+    inputs: Inputs,
+    owner: Obj,
+    owner_kind: str,
+    listener: ListenerState,
+    ref: Mapping[str, Any],
+    grants: Grants,
 ) -> tuple[Reason, str] | None:
-    group, kind = ref.get("group") or "", ref.get("kind") or "Secret"
-    secret_ns = ref.get("namespace") or namespace(gateway)
-    secret_name = str(ref.get("name", ""))
-    if group or kind != "Secret":
-        return (
-            Reason.INVALID_CERTIFICATE_REF,
-            f"certificateRef kind {group or 'core'}/{kind} is not supported",
-        )
-    if secret_ns != namespace(gateway) and not grants.permits(
-        from_group=GATEWAY_GROUP,
-        from_kind="Gateway",
-        from_namespace=namespace(gateway),
-        to_kind="Secret",
-        to_namespace=secret_ns,
-        to_name=secret_name,
-    ):
-        return (
-            Reason.REF_NOT_PERMITTED,
-            f"no ReferenceGrant in {secret_ns} permits Gateway from {namespace(gateway)} "
-            f"to Secret {secret_name}",
-        )
-    secret = inputs.get("Secret", secret_ns, secret_name)
-    if secret is None:
-        return Reason.INVALID_CERTIFICATE_REF, f"Secret {secret_ns}/{secret_name} not found"
-    loaded = load_tls_secret(secret)
-    if isinstance(loaded, str):
-        return Reason.INVALID_CERTIFICATE_REF, loaded
+    loaded = certificate_ref(inputs, owner, owner_kind, ref, grants)
+    if isinstance(loaded, tuple):
+        return loaded
     listener.certificates.append(loaded)
     return None
 
@@ -345,10 +416,9 @@ def _resolve_conflicts(listeners: list[ListenerState]) -> None:
         space = "udp" if listener.protocol == "UDP" else "tcp"
         owner = owners.setdefault((space, listener.port), listener)
         if owner.protocol != listener.protocol:
-            message = (
-                f"port {listener.port} is already served as {owner.protocol} "
-                f"by listener {owner.name}"
-            )
+            # GEP-1713: report nothing of a listener another resource owns beyond the clash.
+            by = f" by listener {owner.name}" if owner.listener_set == listener.listener_set else ""
+            message = f"port {listener.port} is already served as {owner.protocol}{by}"
             _conflict(listener, Reason.PROTOCOL_CONFLICT, message)
             continue
         key = (listener.port, space, listener.hostname)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways.addresses import AddressOutcome
 from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
+from coxswain_controller.translate.gateways.listenersets import ListenerSetState
 from coxswain_controller.translate.inputs import generation, uid
 from coxswain_controller.translate.result import (
     Condition,
@@ -30,7 +31,7 @@ from coxswain_controller.translate.result import (
 )
 from coxswain_routing import TlsMode
 
-__all__ = ["gateway_events", "gateway_verdict"]
+__all__ = ["attached", "gateway_events", "gateway_verdict", "listener_verdict", "programmable"]
 
 # Spec 003 "Events": "InvalidCertificate for a TLS Secret that is missing or unusable", "Rejected
 # for a translation problem".
@@ -55,19 +56,30 @@ _DEFAULTS = {
 }
 
 
-def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
+def listener_verdict(
+    listener: ListenerState, gateway_served: bool, *, refusal_programmed: bool = False
+) -> ListenerVerdict:
+    """One listener's status entry. `refusal_programmed`: a refused listener's Programmed
+    carries its refusal's reason (a ListenerSet's entries: ListenerSetHostnameConflict has a
+    conflicted entry `Programmed: False, HostnameConflict`), rather than Invalid."""
     conditions: dict[ConditionType, Condition] = dict(_DEFAULTS)
     for problem in listener.problems:  # the first problem of each condition type is reported
         if conditions.get(problem.type) is _DEFAULTS.get(problem.type):
             conditions[problem.type] = problem
     usable = listener.tls_mode is not TlsMode.TERMINATE or bool(listener.certificates)
-    if listener.served and gateway_served and usable:
+    if programmable(listener) and gateway_served:
         programmed = Condition(
             ConditionType.PROGRAMMED, True, Reason.PROGRAMMED, "listener programmed"
         )
     else:
         why = "no usable certificate" if listener.served and not usable else "listener not served"
-        programmed = Condition(ConditionType.PROGRAMMED, False, Reason.INVALID, why)
+        accepted = conditions[ConditionType.ACCEPTED]
+        reason = (
+            accepted.reason
+            if refusal_programmed and not accepted.status and not listener.served
+            else Reason.INVALID
+        )
+        programmed = Condition(ConditionType.PROGRAMMED, False, reason, why)
     ordered: tuple[Condition, ...] = (
         conditions[ConditionType.ACCEPTED],
         programmed,
@@ -82,10 +94,13 @@ def _listener(listener: ListenerState, gateway_served: bool) -> ListenerVerdict:
 
 
 def gateway_verdict(gateway: GatewayState, address: AddressOutcome | None = None) -> GatewayVerdict:
-    """`address`: where the Gateway is reached (addresses.py); None reports no address."""
+    """`address`: where the Gateway is reached (addresses.py); None reports no address. Its
+    listeners are its own: GEP-1713, "`Gateway`'s `Accepted` and `Programmed` top-level
+    conditions remain unchanged and reflect the status of the local configuration"."""
     address = address or AddressOutcome(None)
-    listeners = tuple(_listener(x, gateway.served) for x in gateway.listeners)
-    valid = sum(1 for x in gateway.listeners if x.served)
+    own = gateway.own_listeners
+    listeners = tuple(listener_verdict(x, gateway.served) for x in own)
+    valid = sum(1 for x in own if x.served)
     if not gateway.cls.accepted:
         accepted = Condition(
             ConditionType.ACCEPTED,
@@ -95,14 +110,14 @@ def gateway_verdict(gateway: GatewayState, address: AddressOutcome | None = None
         )
     elif gateway.problems:
         accepted = gateway.problems[0]
-    elif valid == len(gateway.listeners):
+    elif valid == len(own):
         accepted = Condition(ConditionType.ACCEPTED, True, Reason.ACCEPTED, "accepted")
     elif valid:
         accepted = Condition(
             ConditionType.ACCEPTED,
             True,
             Reason.LISTENERS_NOT_VALID,
-            f"{len(gateway.listeners) - valid} listener(s) not valid",
+            f"{len(own) - valid} listener(s) not valid",
         )
     else:
         accepted = Condition(
@@ -125,7 +140,30 @@ def gateway_verdict(gateway: GatewayState, address: AddressOutcome | None = None
         listeners,
         gateway.scope,
         address.addresses,
+        _attached_listener_sets(gateway),
     )
+
+
+def attached(listener_set: ListenerSetState) -> bool:
+    """Gateway API: "A ListenerSet is successfully attached to a Gateway when ... The
+    ListenerSet is selected by the Gateway's AllowedListeners field ... has a valid ParentRef
+    selecting the Gateway ... status has the condition "Accepted: true"" (some listener valid)."""
+    return listener_set.refusal is None and any(programmable(x) for x in listener_set.listeners)
+
+
+def programmable(listener: ListenerState) -> bool:
+    """Served, with a certificate where it terminates TLS: what `Programmed: True` says."""
+    return listener.served and (
+        listener.tls_mode is not TlsMode.TERMINATE or bool(listener.certificates)
+    )
+
+
+def _attached_listener_sets(gateway: GatewayState) -> int | None:
+    """status.attachedListenerSets: written while the Gateway admits ListenerSets (or some name
+    it), withdrawn otherwise so a Gateway that never used them reads as it always did."""
+    if not gateway.listener_sets and not gateway.admits_listener_sets:
+        return None
+    return sum(1 for x in gateway.listener_sets if attached(x))
 
 
 def _tls_conditions(
@@ -170,7 +208,7 @@ def gateway_events(gateway: GatewayState) -> list[Event]:
     backend = gateway.tls.backend_refs
     if backend is not None and not backend.status:
         certificates.append(backend.message)
-    for listener in gateway.listeners:
+    for listener in gateway.own_listeners:
         for problem in listener.problems:
             if problem.status and problem.type is not ConditionType.CONFLICTED:
                 continue  # a True condition is a problem only for Conflicted

@@ -10,6 +10,14 @@ sectionName or port names no listener the Gateway declares; NotAllowedByListener
 listeners it names exist but none admits the route (not served, the kind not among its
 supportedKinds, the namespace not allowed); NoMatchingListenerHostname when some admit it but no
 hostname intersects.
+
+A parentRef may name a ListenerSet instead (GEP-1713 "Route Attachment"): "If a Route has a
+parentRef that is a ListenerSet, then the ListenerSet is the direct Parent", and "Routes attach
+to all relevant Listeners in their direct Parent object" — so a Gateway parentRef selects only
+the Gateway's own listeners ("MUST NOT not attach to any listeners in the child ListenerSets"),
+and a ListenerSet parentRef only that set's, by sectionName and port as for a Gateway. A
+ListenerSet naming no Gateway of ours is not ours either; one its Gateway has not attached
+(NotAllowed, ParentNotAccepted) refuses its routes with NoMatchingParent.
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from coxswain_controller.translate.conditions import Reason
+from coxswain_controller.translate.gateways import listenersets
 from coxswain_controller.translate.gateways.gateway_states import GatewayState, ListenerState
+from coxswain_controller.translate.gateways.listenersets import ListenerSetState
 from coxswain_controller.translate.inputs import Inputs, Obj, namespace
 from coxswain_routing import claiming_hostname, intersect_hostnames
 
@@ -52,15 +62,36 @@ def attach(
     outcomes = []
     hostnames = [str(h).lower() for h in (route.get("spec") or {}).get("hostnames") or []]
     for ref in (route.get("spec") or {}).get("parentRefs") or []:
-        if (ref.get("group") or GATEWAY_GROUP) != GATEWAY_GROUP or (
-            ref.get("kind") or "Gateway"
-        ) != "Gateway":
+        if (ref.get("group") or GATEWAY_GROUP) != GATEWAY_GROUP:
             continue
-        gateway = gateways.get((ref.get("namespace") or namespace(route), str(ref.get("name", ""))))
-        if gateway is None:
-            continue
-        outcomes.append(_outcome(route, kind, ref, gateway, hostnames, inputs))
+        key = (ref.get("namespace") or namespace(route), str(ref.get("name", "")))
+        parent_kind = ref.get("kind") or "Gateway"
+        if parent_kind == "Gateway":
+            gateway = gateways.get(key)
+            if gateway is not None:
+                outcomes.append(_outcome(route, kind, ref, gateway, None, hostnames, inputs))
+        elif parent_kind == listenersets.KIND:
+            found = _listener_set(key, gateways, inputs)
+            if found is not None:
+                gateway, entry = found
+                outcomes.append(_outcome(route, kind, ref, gateway, entry, hostnames, inputs))
     return outcomes
+
+
+def _listener_set(
+    key: tuple[str, str], gateways: Mapping[tuple[str, str], GatewayState], inputs: Inputs
+) -> tuple[GatewayState, ListenerSetState] | None:
+    """The ListenerSet `key` names and its Gateway, when that Gateway is ours."""
+    obj = inputs.get(listenersets.KIND, *key)
+    if obj is None:
+        return None
+    try:
+        parent = listenersets.parent_key(obj)
+    except TypeError:
+        return None  # unreadable: its own Event says so (listenersets.by_parent)
+    gateway = gateways.get(parent) if parent is not None else None
+    entry = gateway.listener_set(key) if gateway is not None else None
+    return (gateway, entry) if gateway is not None and entry is not None else None
 
 
 def _outcome(
@@ -68,6 +99,7 @@ def _outcome(
     kind: str,
     ref: Mapping[str, Any],
     gateway: GatewayState,
+    entry: ListenerSetState | None,
     hostnames: Sequence[str],
     inputs: Inputs,
 ) -> ParentOutcome:
@@ -81,18 +113,25 @@ def _outcome(
         )
     if gateway.problems:
         return ParentOutcome(ref, (), (Reason.NO_MATCHING_PARENT, gateway.problems[0].message))
+    if entry is not None and entry.refusal is not None:
+        why = f"ListenerSet {entry.namespace}/{entry.name} is not attached: {entry.refusal[1]}"
+        return ParentOutcome(ref, (), (Reason.NO_MATCHING_PARENT, why))
+    owner = entry.key if entry is not None else None
     selected = [
         x
         for x in gateway.listeners
-        if (not ref.get("sectionName") or x.name == ref["sectionName"])
+        if x.listener_set == owner
+        and (not ref.get("sectionName") or x.name == ref["sectionName"])
         and (ref.get("port") is None or x.port == ref["port"])
     ]
     if not selected:
-        return ParentOutcome(ref, (), (Reason.NO_MATCHING_PARENT, _no_listener(ref, gateway)))
+        return ParentOutcome(
+            ref, (), (Reason.NO_MATCHING_PARENT, _no_listener(ref, gateway, entry))
+        )
     allowed = [
         x
         for x in selected
-        if x.served and kind in x.supported_kinds and _namespace_allowed(x, gateway, route, inputs)
+        if x.served and kind in x.supported_kinds and _namespace_allowed(x, route, inputs)
     ]
     if not allowed:
         why = _not_allowed(selected, kind, namespace(route))
@@ -114,9 +153,7 @@ def _outcome(
     return ParentOutcome(ref, attachments, None)
 
 
-def _isolated(
-    listener: ListenerState, gateway: GatewayState, names: list[str]
-) -> tuple[str, ...]:
+def _isolated(listener: ListenerState, gateway: GatewayState, names: list[str]) -> tuple[str, ...]:
     """The hostnames `listener` serves the route for, less those another listener claims.
 
     Listener isolation (GatewayHTTPListenerIsolation): "if Listeners are defined for
@@ -136,8 +173,12 @@ def _isolated(
     return tuple(n for n in names if claiming_hostname(n, claiming) == listener.hostname)
 
 
-def _no_listener(ref: Mapping[str, Any], gateway: GatewayState) -> str:
+def _no_listener(
+    ref: Mapping[str, Any], gateway: GatewayState, entry: ListenerSetState | None
+) -> str:
     where = f"Gateway {gateway.namespace}/{gateway.name}"
+    if entry is not None:
+        where = f"ListenerSet {entry.namespace}/{entry.name}"
     named = f" named {ref['sectionName']}" if ref.get("sectionName") else ""
     port = f" on port {ref['port']}" if ref.get("port") is not None else ""
     return f"{where} has no listener{named}{port}"
@@ -159,37 +200,18 @@ def _not_allowed(selected: Sequence[ListenerState], kind: str, route_namespace: 
     return f"no selected listener carrying {kind} admits routes from namespace {route_namespace}"
 
 
-def _namespace_allowed(
-    listener: ListenerState, gateway: GatewayState, route: Obj, inputs: Inputs
-) -> bool:
+def _namespace_allowed(listener: ListenerState, route: Obj, inputs: Inputs) -> bool:
+    """allowedRoutes.namespaces; "Same" is the listener's owner's namespace (its Gateway's, or
+    its ListenerSet's: GEP-1713 "A listener on a ListenerSet allows routes from the same
+    namespace as the ListenerSet")."""
     namespaces = listener.allowed_routes.get("namespaces") or {}
     source = namespaces.get("from") or "Same"
     if source == "All":
         return True
     if source == "Same":
-        return namespace(route) == gateway.namespace
+        return namespace(route) == listener.owner_namespace
     if source == "Selector":
         ns_obj = inputs.get("Namespace", "", namespace(route))
         labels = ((ns_obj or {}).get("metadata") or {}).get("labels") or {}
-        return _selects(namespaces.get("selector") or {}, labels)
-    return False
-
-
-def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector: every matchLabels pair and every matchExpression must hold (an
-    empty selector selects every namespace); one the API would refuse selects none."""
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    return all(_holds(expr, labels) for expr in selector.get("matchExpressions") or [])
-
-
-def _holds(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    # LabelSelectorRequirement: "If the operator is In or NotIn, the values array must be
-    # non-empty. If the operator is Exists or DoesNotExist, the values array must be empty."
-    key, op, values = str(expr.get("key", "")), expr.get("operator"), expr.get("values") or []
-    present = key in labels
-    if op in ("In", "NotIn") and values:
-        return (present and labels[key] in values) == (op == "In")
-    if op in ("Exists", "DoesNotExist") and not values:
-        return present == (op == "Exists")
+        return listenersets.label_selector_matches(namespaces.get("selector") or {}, labels)
     return False
