@@ -7,11 +7,13 @@ namespace; a Role and RoleBinding written through the API in force at once, in t
 only; each verb (get, list, watch, create, update, patch, delete, deletecollection) mapped from
 its method; subresources (`pods/log`, `deployments/status`, `serviceaccounts/token`) granted
 apart from their resource; resourceNames for get and for a watch naming one object through its
-field selector; 401 for a forged, an expired and a wrong-audience token and for another
-scheme; user tokens with groups; impersonation headers (allowed for the admin, 403 for a token
-without `impersonate`); SubjectAccessReview (a virtual resource, as the controller's operator
-API asks), LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview and
-SelfSubjectReview, and their 422s. Without `rbac`, a token is allowed everything and every
+field selector; 401 for a forged, an expired and a wrong-audience token, for another scheme
+and for a deleted ServiceAccount's token; a kubeconfig carrying a token
+(`write_kubeconfig(token=...)`); user tokens with groups; impersonation headers (allowed for the
+admin, 403 for a token without `impersonate`, 400 for groups without a user);
+SubjectAccessReview (a virtual resource, as the controller's operator API asks),
+LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview,
+and their 422s. Without `rbac`, a token is allowed everything and every
 review says allowed. kubectl is in rbac_kubectl_test.py; the rule matching in rbac_test.py.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -343,6 +346,16 @@ def test_tokens_that_do_not_authenticate_are_401(
     core = _api(kubernetes.client.CoreV1Api, connect(credential(api, clock)))
     body = _refused(lambda: core.list_namespaced_config_map("shop"))
     assert (body["code"], body["reason"], body["message"]) == (401, "Unauthorized", "Unauthorized")
+
+
+def test_a_kubeconfig_with_a_token(api: ThreadedApiServer, tmp_path: Path) -> None:
+    token = _token(api)
+    path = api.call(lambda s: s.write_kubeconfig(tmp_path / "kubeconfig", token=token))
+    client: Any = kubernetes.config.new_client_from_config(str(path))  # type: ignore[no-untyped-call]
+    with client:
+        core = _api(kubernetes.client.CoreV1Api, client)
+        body = _refused(lambda: core.list_namespaced_secret("shop"))
+        assert f'User "{SA_USER}" cannot list' in body["message"]
 
 
 def test_another_scheme_is_401(connect: Client) -> None:

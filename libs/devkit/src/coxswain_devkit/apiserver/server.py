@@ -110,12 +110,15 @@ class ApiServer:
         """What `GET .../pods/<name>/log` answers for this Pod."""
         self.store.pod_logs[(namespace, name)] = text
 
-    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
+    def kubeconfig(self, *, namespace: str = "default", token: str = "") -> dict[str, Any]:
+        """A kubeconfig for this server: the admin's (no credentials), or a bearer `token`'s
+        (the `kubernetes` client sends it over plain HTTP; kubectl only over TLS, so kubectl
+        acts as others with `--as`)."""
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "devkit", "cluster": {"server": self.url}}],
-            "users": [{"name": "devkit", "user": {}}],
+            "users": [{"name": "devkit", "user": {"token": token} if token else {}}],
             "contexts": [
                 {
                     "name": "devkit",
@@ -125,8 +128,8 @@ class ApiServer:
             "current-context": "devkit",
         }
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        path.write_text(yaml.safe_dump(self.kubeconfig()))
+    def write_kubeconfig(self, path: Path, *, token: str = "") -> Path:
+        path.write_text(yaml.safe_dump(self.kubeconfig(token=token)))
         return path
 
     async def __aenter__(self) -> ApiServer:
