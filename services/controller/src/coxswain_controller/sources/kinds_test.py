@@ -5,9 +5,9 @@ Covers the one rule for every kind (the highest served version in Kubernetes' ve
 among those the controller reads the kind at), Gateway API v1.6's channels (every kind at v1),
 older releases (ReferenceGrant at v1beta1, BackendTLSPolicy at v1alpha3, the stream routes of
 the experimental channel at v1alpha2, TLSRoute at v1alpha3), GRPCRoute (spec 003 "GRPCRoute":
-"The controller watches GRPCRoutes only in a cluster whose Gateway API serves the kind") and
-versions the controller does not read. The probe's HTTP requests and the supervisor starting
-and stopping watches are supervisor_test's.
+"The controller watches GRPCRoutes only in a cluster whose Gateway API serves the kind"),
+ListenerSet (at v1 only, where served), and versions the controller does not read. The probe's
+HTTP requests and the supervisor starting and stopping watches are supervisor_test's.
 """
 
 from __future__ import annotations
@@ -82,10 +82,29 @@ def test_stream_routes_are_not_watched_by_the_standard_channel_before_v1_5() -> 
     assert not set(STREAM) & set(_watched(served))
 
 
+@pytest.mark.parametrize(
+    ("served", "watched"),
+    [
+        pytest.param({"v1": frozenset({"gateways", "listenersets"})}, True, id="v1-5-and-later"),
+        pytest.param({"v1": frozenset({"gateways"})}, False, id="crd-not-installed"),
+        # Before v1.5 the experimental channel served XListenerSet, of another group: the
+        # gateway.networking.k8s.io group serves no listenersets, so none is watched.
+        pytest.param({"v1alpha1": frozenset({"listenersets"})}, False, id="alpha-not-read"),
+    ],
+)
+def test_listenerset_is_watched_only_where_v1_serves_it(
+    served: dict[str, frozenset[str]], watched: bool
+) -> None:
+    assert (_watched(served).get("ListenerSet") == "v1") is watched
+    for listener_set in [k for k in kinds.gateway_kinds(served) if k.name == "ListenerSet"]:
+        assert listener_set.path == "/apis/gateway.networking.k8s.io/v1/listenersets"
+        assert not listener_set.status_matters  # only this controller writes its status
+
+
 ALL = frozenset(kind.plural for kind in kinds.GATEWAY)
 # Gateway API v1.6 (crds.RELEASE in the devkit): what each channel serves at each version.
 STANDARD_V1_6 = {
-    "v1": ALL | {"listenersets"},
+    "v1": ALL,
     "v1beta1": frozenset({"gatewayclasses", "gateways", "httproutes", "referencegrants"}),
 }
 EXPERIMENTAL_V1_6 = {
