@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from coxswain_devkit.apiserver import errors, fieldsets, managed, options, patch
+from coxswain_devkit.apiserver import errors, fieldsets, managed, options, patch, validation
 from coxswain_devkit.apiserver.defaults import Defaulter
 from coxswain_devkit.apiserver.listing import present
 from coxswain_devkit.apiserver.meta import (
@@ -109,6 +109,7 @@ class Machinery:
         if kind.status and not keep_status:
             obj.pop("status", None)
         self._defaults.on_create(kind, obj)
+        self._validate(kind, obj)
         if entries is None:
             entries = managed.update(
                 managed.base_entries(None, obj), None, obj, self.shape(kind), self._write(kind, "")
@@ -176,12 +177,24 @@ class Machinery:
         """How `kind`'s lists merge and are owned: the built-in table, or the CRD schema."""
         if kind.builtin:
             return fieldsets.BuiltinShape()
+        return fieldsets.SchemaShape(self._crd_schema(kind))
+
+    def _crd_schema(self, kind: Kind) -> dict[str, Any]:
         crd = self.store.get(Key(*CRDS, "", self.registry.owner_of(kind.group, kind.plural) or ""))
         for version in ((crd or {}).get("spec") or {}).get("versions") or []:
             if version.get("name") == kind.version:
-                schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
-                return fieldsets.SchemaShape(schema)
-        return fieldsets.SchemaShape({})
+                return dict((version.get("schema") or {}).get("openAPIV3Schema") or {})
+        return {}
+
+    def _validate(self, kind: Kind, obj: Obj) -> None:
+        """fieldValidation for custom resources (see `validation`); built-in kinds pass."""
+        opts = options.current()
+        if kind.builtin or not opts.validation:
+            return
+        schema = self._crd_schema(kind)
+        opts.warnings.extend(
+            validation.check(obj, schema, opts.validation, kind.kind, kind.version)
+        )
 
     def _write(self, kind: Kind, subresource: str) -> managed.Write:
         return managed.Write(
@@ -220,6 +233,8 @@ class Machinery:
 
     def remove(self, key: Key) -> Obj:
         """Delete for good, with what follows: a CRD takes its resources and objects with it."""
+        if options.current().dry_run:
+            return copy.deepcopy(self.store.get(key) or {"metadata": {}})
         gone = self.store.remove(key)
         if key.resource == ("", "pods"):
             self.store.pod_logs.pop((key.namespace, key.name), None)
@@ -256,6 +271,7 @@ class Machinery:
             raise errors.invalid(kind.kind, kind.group, old_meta["name"], problems)
         if desired_state(new) != desired_state(current):
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
+        self._validate(kind, new)
         if entries is None:
             write = self._write(kind, subresource)
             base = managed.base_entries(current, new)
@@ -273,6 +289,8 @@ class Machinery:
         return self._store(kind, key, new)
 
     def _store(self, kind: Kind, key: Key, obj: Obj) -> Obj:
+        if options.current().dry_run:  # dryRun=All: everything but the write
+            return _dry(kind, obj, self.store.get(key))
         stored = self.store.write(key, present(kind, obj))
         if key.resource == CRDS:
             self.registry.register_crd(key.name, crd_kinds(stored))
@@ -333,6 +351,14 @@ def _applied_config(kind: Kind, body: Any, name: str) -> Obj:
             f"the name of the object ({sent}) does not match the name on the URL ({name})"
         )
     return config
+
+
+def _dry(kind: Kind, obj: Obj, current: Obj | None) -> Obj:
+    dry = present(kind, copy.deepcopy(obj))
+    dry["metadata"].pop("resourceVersion", None)
+    if current is not None:
+        dry["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+    return dry
 
 
 def _set_entries(obj: Obj, entries: list[Obj]) -> None:
