@@ -48,6 +48,7 @@ TOKEN_DIR = "/var/run/secrets/coxswain/discovery-token"  # noqa: S105 (a path)
 TRUST_DIR = "/var/run/secrets/coxswain/trust-bundle"
 TRUST_KEY = "ca.crt"
 TOKEN_SECONDS = 3600
+RUN_AS = 65532  # the images' user and group (deploy/images/*/Dockerfile)
 # Lets the non-root proxy bind its listeners' ports below 1024 (a "safe" sysctl since
 # Kubernetes 1.22), instead of granting NET_BIND_SERVICE.
 _LOW_PORTS = {"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}
@@ -142,9 +143,17 @@ def _rendered(target: Target) -> dict[str, Any]:
         "spec": {
             "serviceAccountName": names.dedicated_service_account(gateway.name, gateway.cls.name),
             "automountServiceAccountToken": False,
-            "securityContext": {"sysctls": [dict(_LOW_PORTS)]},
+            # Non-root as the images are built (deploy/images: user 65532), with the root
+            # filesystem read-only; the proxy writes only its temporary PEM files, to /tmp.
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": RUN_AS,
+                "runAsGroup": RUN_AS,
+                "sysctls": [dict(_LOW_PORTS)],
+            },
             "containers": [_container(target)],
             "volumes": [
+                {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}},
                 {
                     "name": "discovery-token",
                     "projected": {
@@ -189,8 +198,10 @@ def _container(target: Target) -> dict[str, Any]:
         "volumeMounts": [
             {"name": "discovery-token", "mountPath": TOKEN_DIR, "readOnly": True},
             {"name": "trust-bundle", "mountPath": TRUST_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 - the pod's own emptyDir
         ],
         "securityContext": {
+            "readOnlyRootFilesystem": True,
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
