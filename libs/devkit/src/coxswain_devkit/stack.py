@@ -295,7 +295,8 @@ class Stack:
             "--ingress-http-port", str(self.ports.ingress_http),
             "--ingress-https-port", str(self.ports.ingress_https),
             *self._provisioning_flags(port),
-            # The emulator has no SubjectAccessReview: the UI's account is allowed by name.
+            # The stack's emulator enforces no RBAC (every review would allow): the UI's
+            # account is allowed by name.
             "--api-authorization", "allowlist", "--api-allowed-users", UI_USER,
             listening="discovery listening", pod=_coxswain(name, "controller"),
         )  # fmt: skip

@@ -7,7 +7,7 @@ Authorisation is against a virtual resource, `get` on `controller-api` in the gr
   (a ClusterRole with `apiGroups: [coxswain-labs.dev], resources: [controller-api/fleet, ...],
   verbs: [get]`);
 - `allowlist`: the reviewed user must be in `--api-allowed-users` or one of its groups in
-  `--api-allowed-groups` (for API servers without SubjectAccessReview, e.g. the devkit's).
+  `--api-allowed-groups` (for API servers without SubjectAccessReview).
 A missing or rejected token answers 401, an authenticated but unauthorised one 403. Decisions
 are cached by the token's SHA-256 for `CACHE_SECONDS`, so a page that calls the API several
 times costs one review.

@@ -1,13 +1,15 @@
 """A real controller (`runtime.Runtime`) against the devkit API emulator, its admin server with
 the operator API on 127.0.0.1, a test proxy over real mTLS, and real bearer tokens.
 
-Access runs in `allowlist` mode: the emulator has TokenReview but no SubjectAccessReview. The
-ServiceAccount `ops/viewer` is in the allowed group; `shop/stranger` authenticates but is not.
+`running` sets access to `allowlist` mode: the ServiceAccount `ops/viewer` is in the allowed
+group; `shop/stranger` authenticates but is not. sar_test.py runs `controller` in the default
+`sar` mode against an emulator enforcing RBAC.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +149,16 @@ def apiserver() -> Iterator[ThreadedApiServer]:
 
 @pytest.fixture
 async def running(apiserver: ThreadedApiServer, tmp_path: Path) -> AsyncIterator[Running]:
+    allowlist = ["--api-authorization=allowlist", "--api-allowed-groups=system:serviceaccounts:ops"]
+    async with controller(apiserver, tmp_path, allowlist) as started:
+        yield started
+
+
+@contextlib.asynccontextmanager
+async def controller(
+    apiserver: ThreadedApiServer, tmp_path: Path, access: list[str]
+) -> AsyncIterator[Running]:
+    """The controller against `apiserver`, its operator API's access set by `access` flags."""
     ca = CertificateAuthority.create()
     (tmp_path / "ca.crt").write_bytes(ca.certificate_pem)
     (tmp_path / "ca.key").write_bytes(ca.key_pem)
@@ -159,8 +171,7 @@ async def running(apiserver: ThreadedApiServer, tmp_path: Path) -> AsyncIterator
             f"--ca-key-file={tmp_path / 'ca.key'}",
             "--discovery-address=127.0.0.1",
             "--discovery-port=0",
-            "--api-authorization=allowlist",
-            "--api-allowed-groups=system:serviceaccounts:ops",
+            *access,
         ]
     )
     rt = runtime.Runtime(args, Readiness())
