@@ -405,6 +405,7 @@ def test_the_charts_crds_are_deploy_crds() -> None:
     assert {c["spec"]["names"]["kind"] for c in crds} == {
         "CoxswainGatewayParameters",
         "CoxswainIngressClassParameters",
+        "CoxswainPolicy",
     }
 
 

@@ -26,7 +26,8 @@ import yaml
 RELEASE = "v1.6.3"  # the Gateway API release both files follow
 STANDARD = "gateway-api-standard.yaml"
 EXPERIMENTAL = "gateway-api-experimental.yaml"
-DEPLOYED = ("coxswaingatewayparameters.yaml", "coxswainingressclassparameters.yaml")  # Coxswain's
+DEPLOYED = ("coxswaingatewayparameters.yaml", "coxswainingressclassparameters.yaml",
+            "coxswainpolicies.yaml")  # Coxswain's  # fmt: skip
 
 
 def _load(name: str) -> list[dict[str, Any]]:

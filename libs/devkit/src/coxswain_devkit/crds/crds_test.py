@@ -121,7 +121,8 @@ def test_coxswain_kinds_are_served_as_the_controller_expects() -> None:
         True,
     )
     assert served["CoxswainIngressClassParameters"].namespaced is False
-    assert len(crds.coxswain()) == 2
+    assert served["CoxswainPolicy"].namespaced is True
+    assert len(crds.coxswain()) == 3
 
 
 def _structural_problems(schema: dict[str, Any], where: str) -> list[str]:

@@ -124,6 +124,8 @@ COXSWAIN: tuple[GatewayKind, ...] = (
         ("v1alpha1",),
         status_matters=True,
     ),
+    # Policies for Gateway API routes (translate/policies); only this controller writes status.
+    GatewayKind("CoxswainPolicy", "coxswainpolicies", ("v1alpha1",)),
 )
 
 GATEWAY_NAMES = frozenset(kind.name for kind in GATEWAY)

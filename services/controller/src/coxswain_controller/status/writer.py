@@ -42,10 +42,14 @@ PLURALS = {
     "TLSRoute": "tlsroutes",
     "UDPRoute": "udproutes",
     "BackendTLSPolicy": "backendtlspolicies",
+    "CoxswainPolicy": "coxswainpolicies",
     "Ingress": "ingresses",
 }
 # The API group of each kind written, when not the Gateway API's.
-GROUPS = {"Ingress": ("networking.k8s.io", "v1")}
+GROUPS = {
+    "Ingress": ("networking.k8s.io", "v1"),
+    "CoxswainPolicy": ("coxswain-labs.dev", "v1alpha1"),
+}
 # The Gateway API versions a kind may be served at, most preferred first: the stream routes are
 # watched at the first one the API server serves (sources/kinds.py), and their status is written
 # at the first one that answers, which is the same version. Every other kind is written at v1.

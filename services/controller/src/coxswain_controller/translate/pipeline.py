@@ -18,6 +18,7 @@ from coxswain_controller.translate.gateways.finalize import finalize_gateways
 from coxswain_controller.translate.gateways.gateway_states import gateway_states
 from coxswain_controller.translate.ingress.ingresses import ingress_verdicts, ingresses
 from coxswain_controller.translate.inputs import Inputs, Options
+from coxswain_controller.translate.policies.coxswain import read_policies
 from coxswain_controller.translate.products import Pass
 from coxswain_controller.translate.provision.desired import desired_objects
 from coxswain_controller.translate.result import TranslateResult
@@ -61,6 +62,9 @@ def build(inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pa
     # The tables the routes fill, the shared pool's from the start: its proxies get a snapshot
     # even when nothing is served.
     tables = ScopeTables(SHARED_POOL)
+    # CoxswainPolicies before routes: each HTTPRoute rule gets its policy as it is placed.
+    policies = read_policies(inputs, resolver)
+    tables.transform = policies.attach
     # HTTPRoutes and GRPCRoutes once every listener is final: attachment reads its port,
     # hostname and allowed kinds, and counts what it attaches; the two kinds run together, since
     # they can contend for one listener's hostnames.
@@ -97,4 +101,5 @@ def build(inputs: Inputs, options: Options, memo: RouteMemo | None = None) -> Pa
         ingress_services=ingress_services,
         options=options,
         provision=provision,
+        coxswain_policies=policies,
     )

@@ -23,6 +23,7 @@ from coxswain_controller.translate.gateways.listenerset_status import (
     listener_set_verdicts,
 )
 from coxswain_controller.translate.inputs import Inputs, Options
+from coxswain_controller.translate.policies.coxswain import Policies
 from coxswain_controller.translate.provision import names
 from coxswain_controller.translate.provision.mirror import with_endpoints
 from coxswain_controller.translate.provision.model import GatewayProvision
@@ -65,6 +66,8 @@ class Pass:
     mirrored: tuple[object, object, tuple[GatewayProvision, ...]] | None = None
     # TCPRoutes, TLSRoutes and UDPRoutes by (kind, namespace, name): never patched, only kept.
     stream_routes: dict[tuple[str, str, str], RouteContribution] = field(default_factory=dict)
+    # CoxswainPolicies: read once per full pass; their ancestors are what the rules reached.
+    coxswain_policies: Policies | None = None
 
     def result(self) -> TranslateResult:
         gateways = self.gateways.values()
@@ -102,6 +105,12 @@ class Pass:
                 self.inputs,
                 self.resolver.policies,
                 [*self.routes.values(), *self.grpc_routes.values()],
+            ),
+            # CoxswainPolicies: their ancestors are the Gateways whose tables hold their rules.
+            *(
+                self.coxswain_policies.verdicts(self.tables.resources(self.resolver.endpoint_sets))
+                if self.coxswain_policies is not None
+                else ()
             ),
         ]
         # Services, Deployments and EndpointSlices tell how far a mode switch has come.

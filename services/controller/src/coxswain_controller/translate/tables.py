@@ -15,7 +15,7 @@ instead of re-encoding it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from coxswain_controller.translate.scopes import Scope
@@ -102,6 +102,8 @@ class ScopeTables:
     def __init__(self, *scopes: Scope) -> None:
         """`scopes` exist from the start, even with nothing in them (the shared pool)."""
         self._scopes: dict[Scope, _Scope] = {s: _Scope() for s in scopes}
+        # Each rule as it goes into a table (CoxswainPolicies attach theirs: translate/policies).
+        self.transform: Callable[[str, Rule], Rule] | None = None
 
     def scope(self, scope: Scope) -> None:
         """Make sure `scope` exists, even with nothing in it (a dedicated Gateway's snapshot)."""
@@ -125,7 +127,8 @@ class ScopeTables:
         )
         target.built = None
         keys = []
-        listed = list(rules)
+        transform = self.transform
+        listed = [transform(table, r) for r in rules] if transform else list(rules)
         for rule in listed:
             key = rule_key(rule)
             target.rules[key] = rule

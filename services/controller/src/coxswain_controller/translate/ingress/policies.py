@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from coxswain_controller.translate.backends.resolver import BackendResolver
     from coxswain_controller.translate.ingress.plans import IngressPlan
 
-__all__ = ["load_secrets", "rule_policy"]
+__all__ = ["entries", "load_secrets", "rule_policy"]
 
 AUTH_FILE_KEY = "auth"  # ingress-nginx's auth-file Secrets hold the htpasswd file under "auth"
 AUTH_MAP = "auth-map"
@@ -49,7 +49,7 @@ def load_secrets(plan: IngressPlan, inputs: Inputs) -> None:
     if secret is None:
         plan.refusals.append(f"auth-secret {ns}/{spec.secret} not found")
         return
-    users = _entries(secret.get("data") or {}, spec.secret_type)
+    users = entries(secret.get("data") or {}, spec.secret_type)
     if isinstance(users, str):
         plan.refusals.append(f"auth-secret {ns}/{spec.secret}: {users}")
         return
@@ -60,7 +60,7 @@ def _decoded(value: object) -> str:
     return base64.b64decode(str(value), validate=True).decode("utf-8")
 
 
-def _entries(data: dict[str, object], secret_type: str) -> tuple[tuple[str, str], ...] | str:
+def entries(data: dict[str, object], secret_type: str) -> tuple[tuple[str, str], ...] | str:
     try:
         if secret_type == AUTH_MAP:
             pairs = [(user, _decoded(value).strip()) for user, value in data.items()]

@@ -1,0 +1,1 @@
+"""CoxswainPolicy: the policy model (`coxswain_routing.Policy`) for Gateway API routes."""
