@@ -11,9 +11,12 @@ connection its cycles, the pool its upstream connections). So the graph has no c
                                        upstream.connector ───┘ (creates both)
 
 - `Downstream`: the client connection, as a cycle uses it. HTTP/1.1's `http.http11.HttpConnection`
-  satisfies it now, and the HTTP/2 server connection's streams are to next, so it names no
+  satisfies it, and so does each HTTP/2 stream (`http2.h2stream.H2Stream`), so it names no
   HTTP/1.1 machinery (transport, parser, pipelining queue): writes, the `Gate` its reading is
-  held by, the facts of where the request came from, and the end.
+  held by, the facts of where the request came from, and the end. What a cycle `write`s is
+  HTTP/1.1; a forwarded response to an HTTP/2 stream goes as frames instead, by the cycle's
+  subclass for streams (`h2stream.StreamCycle`: the response-writing methods `send_head`,
+  `send_interim`, `response_body`), since the HTTP/1.1 framing is the cycle's per-request state.
 - `Gate`: what holds a connection's reading while any reason (a `http.flow` bit) holds it;
   `http.flow.ReadGate` pauses a transport, an HTTP/2 stream's would withhold its window.
 - `Upstream`: a connection to a backend, as the cycle and the pool use it; satisfied by

@@ -273,9 +273,8 @@ class RequestCycle:
             # but not to HTTP/1.0. RFC 9110 §15.2: "A server MUST NOT send a 1xx response to
             # an HTTP/1.0 client", and "A proxy MUST forward 1xx responses unless the proxy
             # itself requested the generation of the 1xx response."
-            # Its fields pass as a final response's do (103 Early Hints carries Link fields).
             if self.version != HTTP10:
-                self.out += (responses.status_line(status), *fields.lines, END)
+                self.send_interim(status, fields)
             return
         rt = self.rt
         rt.stats.upstream_latency(rt.loop.time() - self.started_at)
@@ -289,6 +288,16 @@ class RequestCycle:
         # request first starts being sent from the gateway to when the full response has been
         # received from the backend" (Gateway API, HTTPRouteTimeouts).
         self.phase = RESPONDING
+        self.send_head(status, fields, bplan)
+
+    # The response's form on the client's protocol: these write HTTP/1.1 into `out`;
+    # `http2.h2stream.StreamCycle` sends HTTP/2 frames instead, from the same fields.
+
+    def send_interim(self, status: int, fields: heads.ResponseFields) -> None:
+        # Its fields pass as a final response's do (103 Early Hints carries Link fields).
+        self.out += (responses.status_line(status), *fields.lines, END)
+
+    def send_head(self, status: int, fields: heads.ResponseFields, bplan: BackendPlan) -> None:
         out = self.out
         mark = len(out) + 1  # where the fields start, after the status line
         framing = heads.client_response_fields(

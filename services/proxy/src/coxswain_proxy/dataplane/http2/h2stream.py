@@ -2,10 +2,13 @@
 
 Where it sits: `server.H2ServerConnection` makes an `H2Stream` and a `StreamCycle` per
 request stream. The cycle is the HTTP/1.1 path's `request_cycle.RequestCycle` (routing, filters,
-retries, timeouts, mirrors, metrics all its own); what it writes to its client is an HTTP/1.1
-response, which the stream re-parses (httptools) into HEADERS, DATA and trailers. That keeps
-one request path and puts the translation's cost on HTTP/2 alone, as `upstream.h2c` does for
-h2c backends: the HTTP/1.1 hot path gains no work (not even a method call).
+retries, timeouts, mirrors, metrics all its own). A forwarded response goes to the stream as
+frames: `StreamCycle` overrides the cycle's response-writing methods (`send_interim`,
+`send_head`, `response_body`, `response_complete`), building the HEADERS block from the same
+`heads` code an HTTP/1.1 head is made with (filters, CORS, hop-by-hop fields), so no HTTP/1.1
+bytes are made and none re-parsed; the HTTP/1.1 path pays one method call per response for it.
+The proxy's own answers (`local`, redirects, CORS preflights: rare, and each one complete
+message) still come as HTTP/1.1 bytes through `write`, re-parsed here (httptools).
 
 Flow control both ways (RFC 9113 §5.2): response DATA goes out only within the client's window,
 the rest waits here, and past `flow.HIGH_WATER` waiting the upstream's reading is paused (the
@@ -21,19 +24,22 @@ from urllib.parse import quote
 
 import httptools
 
-from coxswain_proxy.dataplane.http import flow, responses
+from coxswain_proxy.dataplane.http import flow, heads, responses
 from coxswain_proxy.dataplane.http import trailers as trailer_fields
-from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
+from coxswain_proxy.dataplane.http.phases import RESPONDING
+from coxswain_proxy.dataplane.http.request_cycle import NO_BODY_STATUS, RequestCycle
 from coxswain_proxy.dataplane.http2 import limits
 from coxswain_proxy.dataplane.upstream.picker import Origin
 
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.contracts import Upstream
+    from coxswain_proxy.dataplane.tables import BackendPlan
 
 # RFC 9113 §8.2.2: what an HTTP/1.1 response carries that an HTTP/2 one must not.
 _HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
 )
+_VIA = (b"via", heads.VIA_11[len(b"via: ") : -2])  # RFC 9110 §7.6.3: received-protocol, pseudonym
 # gRPC's HTTP-to-status mapping, for the answers the proxy makes itself (docs/proxy.md).
 UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE = 2, 4, 12, 13, 14
 PERMISSION_DENIED, UNAUTHENTICATED, RESOURCE_EXHAUSTED = 7, 16, 8
@@ -132,8 +138,58 @@ class StreamCycle(RequestCycle):
             self.arm_request_timer(self.deadline)
         super().attempt(origin)
 
+    # ------------------------------------------------------------------ the response, as frames
+
+    def send_interim(self, status: int, fields: heads.ResponseFields) -> None:
+        if status != 101:  # never over HTTP/2 (RFC 9113 §8.6): `upstream_upgraded` fails it
+            self.stream.send_interim(_block(status, fields.lines, 0))
+
+    def send_head(self, status: int, fields: heads.ResponseFields, bplan: BackendPlan) -> None:
+        """The response head as the HEADERS block the client gets: the fields an HTTP/1.1
+        client's head would hold (the same `heads` code: filters, CORS, hop-by-hop), made
+        into (name, value) pairs, lower-cased, with no framing fields."""
+        if status == 101:
+            return
+        lines: list[bytes] = []
+        framing = heads.client_response_fields(
+            lines, status, fields, plan=bplan.response, extra=self.cors
+        )
+        block = _block(status, lines, 1)
+        if status == 204 and framing & heads.HAS_LENGTH:
+            block = [(n, v) for n, v in block if n != b"content-length"]
+        if not framing & heads.HAS_DATE:
+            block.append((b"date", responses.date_line()[6:-2]))  # RFC 9110 §6.6.1
+        block.append(_VIA)  # as an HTTP/1.1 client's head has it (`heads.END`)
+        # A body with neither length nor chunked coding ends with the upstream's close.
+        has_body = not (self.method == b"HEAD" or status in NO_BODY_STATUS)
+        self.until_close = has_body and not framing & (heads.HAS_LENGTH | heads.CHUNKED_IN)
+        self.stream.start_response(status, block)
+
+    def response_body(self, body: bytes) -> None:
+        if self.phase == RESPONDING:
+            self.stream.on_body(body)
+
     def response_trailers(self, fields: list[tuple[bytes, bytes]]) -> None:
         self.stream.trailers = fields
+
+    def response_complete(self, keep_alive: bool) -> None:
+        if self.phase == RESPONDING:
+            self.stream.on_message_complete()
+        super().response_complete(keep_alive)
+
+    def flush(self) -> None:
+        super().flush()  # the proxy's own answers still come as HTTP/1.1 bytes (`write`)
+        self.stream.conn.flush_soon()
+
+
+def _block(status: int, lines: list[bytes], start: int) -> list[tuple[bytes, bytes]]:
+    """`:status` and the fields of `lines` (name, ": ", value, CRLF groups from `start`)."""
+    block = [(b":status", b"%d" % status)]
+    for i in range(start, len(lines), 4):
+        name = lines[i].lower()
+        if name not in _HOP:
+            block.append((name, lines[i + 2]))
+    return block
 
 
 class H2Stream:
@@ -268,19 +324,28 @@ class H2Stream:
         block = [(b":status", b"%d" % status)]
         block += [(n, v) for n, v in fields if n not in _HOP]
         if status < 200:
-            # RFC 9113 §8.1: "An HTTP message (request or response) consists of: one HEADERS
-            # frame ... containing the control data and header section", preceded for a
-            # response by "zero or more HEADERS frames ... containing the message headers of
-            # informational (1xx) HTTP responses"; RFC 9110 §15.2: "A proxy MUST forward 1xx
-            # responses unless the proxy itself requested the generation of the 1xx response".
-            # (101 never reaches here: an HTTP/2 request asks for no Upgrade, RFC 9113 §8.6.)
-            if not self.ended:
-                self.conn.send_headers(self.id, block, False)
+            self.send_interim(block)
             return
-        self.status = status
-        self.head = block
+        self.start_response(status, block)
         if self.head_only:
             self.on_message_complete()
+
+    # ------------------------------------------------------------------ the response
+
+    def send_interim(self, block: list[tuple[bytes, bytes]]) -> None:
+        # RFC 9113 §8.1: "An HTTP message (request or response) consists of: one HEADERS
+        # frame ... containing the control data and header section", preceded for a response
+        # by "zero or more HEADERS frames ... containing the message headers of informational
+        # (1xx) HTTP responses"; RFC 9110 §15.2: "A proxy MUST forward 1xx responses unless the
+        # proxy itself requested the generation of the 1xx response".
+        if not self.ended:
+            self.conn.send_headers(self.id, block, False)
+
+    def start_response(self, status: int, block: list[tuple[bytes, bytes]]) -> None:
+        """The final head, held until the body's first DATA (or the end: one HEADERS frame
+        with END_STREAM for a response without a body)."""
+        self.status = status
+        self.head = block
 
     def on_body(self, body: bytes) -> None:
         self._send_head(end=False)

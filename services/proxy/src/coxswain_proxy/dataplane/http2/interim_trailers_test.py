@@ -11,8 +11,8 @@ request modifiers, content format, and the proxy's own X-Forwarded-*), and the r
 pipelined behind it is untouched; an HTTP/2 client's trailers are filtered the same way.
 Left out: trailers on a retried attempt (not kept: docs/proxy.md).
 
-The backends are made here: a scripted HTTP/1.1 one the test writes the response of, byte by
-byte, and an h2 one that records a stream's trailers and answers 103 then 200.
+The backends: a scripted HTTP/1.1 one the test writes the response of, byte by byte
+(`scripted`), and an h2 one made here that records a stream's trailers and answers 103 then 200.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import pytest
 
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.http2.h2client import Answer, connected
+from coxswain_proxy.dataplane.http2.scripted import scripted
 from coxswain_routing import Backend, BackendProtocol
 
 HINTS = b"HTTP/1.1 103 Early Hints\r\nlink: </s.css>; rel=preload\r\n\r\n"
@@ -45,51 +46,6 @@ RELAYED = [(b"x-checksum", b"abc123"), (b"x-count", b"7")]
 
 
 # ------------------------------------------------------------------------------ backends
-
-
-class _Scripted(asyncio.Protocol):
-    """An HTTP/1.1 backend connection the test answers itself: what came, and a way back."""
-
-    def __init__(self, arrived: asyncio.Queue[_Scripted]) -> None:
-        self.arrived = arrived
-        self.received = bytearray()
-        self.grew = asyncio.Event()
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
-        self.arrived.put_nowait(self)
-
-    def data_received(self, data: bytes) -> None:
-        self.received += data
-        self.grew.set()
-
-    async def until(self, marker: bytes, count: int = 1) -> bytes:
-        async with asyncio.timeout(10):
-            while self.received.count(marker) < count:
-                self.grew.clear()
-                await self.grew.wait()
-        return bytes(self.received)
-
-    def write(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.transport.write(data)
-
-
-@contextlib.asynccontextmanager
-async def scripted() -> AsyncIterator[tuple[int, asyncio.Queue[_Scripted]]]:
-    arrived: asyncio.Queue[_Scripted] = asyncio.Queue()
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: _Scripted(arrived), "127.0.0.1", 0)
-    try:
-        yield server.sockets[0].getsockname()[1], arrived
-    finally:
-        server.close()
-        while not arrived.empty():
-            conn = arrived.get_nowait()
-            if conn.transport is not None:
-                conn.transport.abort()
-        await server.wait_closed()
 
 
 class _H2Backend(asyncio.Protocol):
