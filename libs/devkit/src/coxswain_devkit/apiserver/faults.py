@@ -2,8 +2,9 @@
 
 `pause` holds every request (and every watch's next event) until `resume`; `fail_next` answers
 the next N requests with 500 or 429 (with Retry-After); `latency` delays each request;
-`close_watches` ends every open watch as an API server rollout would. Restarting the server
-(keeping its objects, losing its watch window) is `ApiServer.restart`.
+`close_watches` ends every open watch as an API server rollout would; `wait_held(n)` and
+`wait_watches_opened(n)` let a test wait until its client's request is held or its watch open.
+Restarting the server (keeping its objects, losing its watch window) is `ApiServer.restart`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class Faults:
         # Requests held by `pause` right now, so a test can wait until its request is held.
         self.held = 0
         self._held_changed = asyncio.Condition()
+        # Watch streams opened so far and open now, so a test can wait until its client watches.
+        self.watches_opened = 0
+        self.watching = 0
+        self._watching_changed = asyncio.Condition()
 
     def pause(self) -> None:
         self._running.clear()
@@ -61,6 +66,18 @@ class Faults:
         """Return once `count` requests are held by `pause`."""
         async with self._held_changed:
             await self._held_changed.wait_for(lambda: self.held >= count)
+
+    async def watch_opened(self, delta: int = 1) -> None:
+        """A watch stream opened (1) or ended (-1)."""
+        async with self._watching_changed:
+            self.watching += delta
+            self.watches_opened += max(delta, 0)
+            self._watching_changed.notify_all()
+
+    async def wait_watches_opened(self, total: int) -> None:
+        """Return once `total` watches have been opened since the server started."""
+        async with self._watching_changed:
+            await self._watching_changed.wait_for(lambda: self.watches_opened >= total)
 
     async def before_request(self) -> None:
         if not self._running.is_set():

@@ -1,12 +1,13 @@
-"""The real /usr/bin/kubectl against the emulator: apply, get, watch, patch, wait, delete.
+"""The real kubectl (the machine's and PyPI's 1.37) against the emulator: apply, get, watch, patch,
+wait, delete.
 
 Covers client-side `apply -f` of built-in kinds, CRDs and custom resources (create, then
 "configured" through kubectl's three-way strategic merge patch, "unchanged" when nothing
 changed), `get` in table and `-o yaml` form, `get -w`, `patch` (strategic, merge, and on the
 status subresource), `wait --for=condition=...` satisfied by another client's status write,
 `wait --for=condition=Established` on CRDs, `delete` (which waits for the object to go), and a
-kind becoming unknown once its CRD is deleted. Leaves out `kubectl create <generator>`, which
-sends protobuf bodies the emulator does not read (documented in docs/testing.md).
+kind becoming unknown once its CRD is deleted; every apply with kubectl's own validation on.
+`kubectl create`, server-side apply and the rollout verbs are in kubectl_verbs_test.
 """
 
 from __future__ import annotations
@@ -55,11 +56,11 @@ spec:
 
 @pytest.fixture
 def applied(kubectl: Kubectl, tmp_path: Path) -> Path:
-    kubectl("apply", "--validate=false", "-f", str(CRDS))
+    kubectl("apply", "-f", str(CRDS))
     kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=30s")
     path = tmp_path / "app.yaml"
     path.write_text(MANIFESTS)
-    out = kubectl("apply", "--validate=false", "-f", str(path))
+    out = kubectl("apply", "-f", str(path))
     assert "configmap/settings created" in out
     assert "gateway.gateway.networking.k8s.io/gw created" in out
     return path
@@ -77,9 +78,9 @@ def test_get_as_table_and_yaml(kubectl: Kubectl, applied: Path) -> None:
 
 
 def test_reapply_patches_with_three_way_merge(kubectl: Kubectl, applied: Path, apps: Any) -> None:
-    assert "unchanged" in kubectl("apply", "--validate=false", "-f", str(applied))
+    assert "unchanged" in kubectl("apply", "-f", str(applied))
     applied.write_text(MANIFESTS.replace("web:1", "web:2").replace('mode: "a"', 'other: "b"'))
-    out = kubectl("apply", "--validate=false", "-f", str(applied))
+    out = kubectl("apply", "-f", str(applied))
     assert "deployment.apps/web configured" in out
     deployment = apps.read_namespaced_deployment("web", "default")
     container = deployment.spec.template.spec.containers[0]

@@ -8,8 +8,10 @@ manager's whole `Apply` set: the object gets the configuration merged in (maps b
 associative lists by their keys), and the fields the manager applied before but no longer does
 are removed unless another manager also owns them. Applying a value other than the current one
 to a field another manager owns is a conflict (409, one cause per field) unless `force=true`,
-which moves the field to the applier. Entries are per (manager, operation, subresource); one
-whose set empties goes away; an entry's time moves when its own set changes.
+which moves the field to the applier; as the API server does for `kubectl` moving from
+client-side to server-side apply, fields still as the last client-side apply left them are
+taken without a conflict. Entries are per (manager, operation, subresource); one whose set
+empties goes away; an entry's time moves when its own set changes.
 
 Simplified, and documented in docs/testing.md: maps never own their own existence (no `.` on
 a map), the set of lists that are associative (and their keys) is the emulator's table for
@@ -19,6 +21,7 @@ built-in kinds and the CRD schema for custom resources, and defaulted fields bel
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +30,7 @@ from coxswain_devkit.apiserver import errors
 from coxswain_devkit.apiserver import fieldsets as fs
 
 Obj = dict[str, Any]
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # Metadata only the server writes: never anybody's field.
 _SERVER_METADATA = frozenset(
     {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
@@ -216,15 +220,17 @@ def apply(
     force: bool,
 ) -> tuple[Obj, list[Obj]]:
     """(the object after applying `config` for `write.manager`, its entries); a conflict
-    raises 409 unless `force`."""
+    raises 409 unless `force`, or unless every conflicting field is one `kubectl`'s client-side
+    apply left as it last applied it (see `_upgradable`)."""
     entries = _entries(entries_raw)
     mine = _mine(entries, write, "Apply")
     others = [e for e in entries if e is not mine]
     wanted = fs.fieldset(scoped(config, write), shape)
     base = copy.deepcopy(current) if current else {}
     conflicts = _conflicts(scoped(base, write), scoped(config, write), others, wanted)
-    if conflicts and not force:
-        raise conflict_error(conflicts)
+    upgradable = _upgradable(base, shape, write) if conflicts else set()
+    if conflicts and not force and not all(c.path in upgradable for c in conflicts):
+        raise conflict_error([c for c in conflicts if c.path not in upgradable])
     for e in others:
         taken = e.paths & {c.path for c in conflicts}
         e.paths -= taken  # its time stays: "does not update when ... another manager took it"
@@ -233,6 +239,25 @@ def apply(
     mine.changed = mine.changed or mine.paths != wanted or merged != base
     mine.paths = wanted
     return merged, _dump(entries, write)
+
+
+def _upgradable(current: Obj, shape: fs.Shape, write: Write) -> set[fs.Path]:
+    """The API server's lastAppliedManager: when `kubectl` applies server-side an object it
+    applied client-side before, a field still at the value of the
+    kubectl.kubernetes.io/last-applied-configuration annotation is no conflict (the two applies
+    are the same user); other managers (and `--field-manager` names) get no such pass."""
+    annotations = (current.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(LAST_APPLIED)
+    if write.manager != "kubectl" or not text:
+        return set()
+    try:
+        last = json.loads(text)
+    except ValueError:
+        return set()
+    live, applied = scoped(current, write), scoped(last, write)
+    return {
+        p for p in fs.fieldset(applied, shape) if fs.value_at(live, p) == fs.value_at(applied, p)
+    }
 
 
 def _remove_dropped(obj: Obj, dropped: set[fs.Path], others: list[_Entry]) -> None:

@@ -174,9 +174,12 @@ async def serve(ctx: Context, request: WatchRequest, http: web.Request) -> web.S
     )
     response.enable_chunked_encoding()
     await response.prepare(http)
+    await ctx.faults.watch_opened()
     try:
         await Stream(ctx, request, http, response).run()
         await response.write_eof()
     except (ConnectionResetError, ConnectionError):
         pass  # the client went away: nothing left to tell it
+    finally:
+        await ctx.faults.watch_opened(-1)
     return response
