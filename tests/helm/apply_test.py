@@ -30,7 +30,7 @@ from coxswain_devkit.apiserver import ThreadedApiServer
 
 KUBECTL = "/usr/bin/kubectl"
 # Kinds the chart renders that the emulator does not serve yet (issue 19, item 4 grows them).
-NOT_SERVED_YET = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PodDisruptionBudget"}
+NOT_SERVED_YET = {"PodDisruptionBudget"}
 Obj = dict[str, Any]
 
 
