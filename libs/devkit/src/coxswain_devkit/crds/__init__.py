@@ -17,6 +17,7 @@ where they are.
 
 from __future__ import annotations
 
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,12 @@ def deployed_text(name: str) -> str:
     packaged = resources.files(__name__).joinpath(name)
     if packaged.is_file():
         return packaged.read_text()
+    # Run from sources in a Pants sandbox, the files are relocated beside the sources, under
+    # the root source root (which is on the path), not inside this package's own directory.
+    for entry in sys.path:
+        relocated = Path(entry or ".") / "coxswain_devkit" / "crds" / name
+        if relocated.is_file():
+            return relocated.read_text()
     return (checkout_crds() / name).read_text()
 
 
