@@ -20,6 +20,7 @@ What each part means on the request path, in the order the proxy applies them:
   answer's fields copied onto it), 401 and 403 answer it (401 may redirect to a sign-in URL).
 - `SessionAffinity`: a cookie naming the endpoint served, honoured while that endpoint is ready.
 - `CookieSplit`: a cookie whose value "always" or "never" picks a backend slot (a canary).
+- `access_log`: the proxy writes a line of JSON for each request of the rule, once answered.
 
 `validate()` returns named problems, as the model's other types do; `value_problems()` are the
 ones that would put something unsafe into a head (the realm, a cookie's attributes, header
@@ -277,6 +278,7 @@ class Policy:
     external_auth: ExternalAuth | None = None
     affinity: SessionAffinity | None = None
     cookie_split: CookieSplit | None = None
+    access_log: bool = False  # the proxy writes a JSON line per request of the rule
 
     @property
     def empty(self) -> bool:

@@ -122,6 +122,7 @@ def policy_to_wire(x: p.Policy | None) -> pb.Policy | None:
         external_auth=_external(x.external_auth),
         affinity=_affinity(x.affinity),
         cookie_split=_split(x.cookie_split),
+        access_log=x.access_log,
     )
 
 
@@ -140,5 +141,6 @@ def policy_back(x: pb.Policy | None) -> p.Policy | None:
         external_auth=None if e is None else _external_back(e),
         affinity=None if a is None else _affinity_back(a),
         cookie_split=None if c is None else p.CookieSplit(c.cookie, c.always, c.never),
+        access_log=x.access_log,
     )
     return None if policy.empty else policy

@@ -204,6 +204,7 @@ def _policies() -> st.SearchStrategy[Policy]:
         external,
         affinity,
         split,
+        st.booleans(),
     )
 
 

@@ -29,7 +29,9 @@ KIND = "CoxswainIngressClassParameters"
 @dataclass(frozen=True)
 class ClassParameters:
     default_annotations: Mapping[str, str] = field(default_factory=dict)
-    access_log: bool = True
+    # spec.accessLog.enabled: true has the proxy log the class's requests; false, or unset,
+    # does not (the access log is off unless asked for: docs/operations.md).
+    access_log: bool = False
     unused: tuple[str, ...] = ()  # fields set that nothing in this release reads
 
 
@@ -65,10 +67,7 @@ def _read(parameters: Obj) -> ClassParameters | str:
     ):
         return f"{where}: spec.defaultAnnotations must map annotation names to strings"
     access: Any = body.get("accessLog") or {}
-    enabled = access.get("enabled", True) if isinstance(access, Mapping) else None
+    enabled = access.get("enabled", False) if isinstance(access, Mapping) else None
     if not isinstance(enabled, bool):
         return f"{where}: spec.accessLog.enabled must be true or false"
-    unused = []
-    if not enabled:
-        unused.append("spec.accessLog (the proxy keeps no access log in this release)")
-    return ClassParameters(dict(defaults), enabled, tuple(unused))
+    return ClassParameters(dict(defaults), enabled)

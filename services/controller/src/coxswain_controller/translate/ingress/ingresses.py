@@ -204,6 +204,7 @@ def _plans(inputs: Inputs, options: Options, events: list[Event]) -> list[Ingres
     for ingress, class_name, parameters in _claimed(inputs, options, events):
         try:
             plan = read_plan(ingress, class_name, parameters.default_annotations)
+            plan.access_log = parameters.access_log
             policies.load_secrets(plan, inputs)
             plans.append(plan)
         except MALFORMED as exc:

@@ -59,6 +59,7 @@ class IngressPlan:
     tls_problems: list[str] = field(default_factory=list)  # Secrets that serve nothing
     # auth-type: basic, its Secret read (`policies.load_secrets`); None: no basic auth.
     basic: BasicAuth | None = None
+    access_log: bool = False  # its class's accessLog.enabled: the proxy logs its requests
 
     @property
     def ref(self) -> ObjectRef:

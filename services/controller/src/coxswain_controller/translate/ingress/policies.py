@@ -111,6 +111,7 @@ def rule_policy(
         external_auth=external,
         affinity=affinity,
         cookie_split=split,
+        access_log=owner.access_log,
     )
     return (None if policy.empty else policy), unresolved
 

@@ -225,6 +225,7 @@ def _policy(obj: Obj, body: Mapping[str, Any], inputs: Inputs, resolver: Backend
         basic_auth=_basic(obj, body.get("basicAuth"), inputs),
         external_auth=_external(obj, body.get("externalAuth"), resolver),
         affinity=_affinity(body.get("sessionAffinity")),
+        access_log=bool(body.get("accessLog")),
     )
 
 

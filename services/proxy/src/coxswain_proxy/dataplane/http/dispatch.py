@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.http import corsfields, heads, responses, targets
 from coxswain_proxy.dataplane.http.heads import HTTP10
-from coxswain_proxy.dataplane.http.policies import affinity, gate
+from coxswain_proxy.dataplane.http.policies import affinity, gate, guard
 from coxswain_proxy.dataplane.http.request_cycle import IDEMPOTENT, RequestCycle
 from coxswain_proxy.dataplane.tables import BackendPlan, BytesPlan, RulePlan, Tables, apply_plan
 from coxswain_routing import (
@@ -195,6 +195,8 @@ def _serve(
     """The rule's CORS, OPTIONS, redirect and policies; then `_send`."""
     plan = cycle.plan = tables.plans[id(cand.rule)]
     cycle.route = plan.route
+    if plan.policy is not None and plan.policy.access_log:
+        guard.log(cycle)  # the rule keeps an access log: a line once the request is over
     if plan.cors is not None and _cors(cycle, plan, plan.cors):
         return
     if cycle.method == OPTIONS:

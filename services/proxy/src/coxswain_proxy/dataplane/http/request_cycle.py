@@ -53,7 +53,7 @@ from coxswain_proxy.dataplane.http.phases import (
     TUNNEL,
     WAITING,
 )
-from coxswain_proxy.dataplane.http.policies.guard import BodyLimit
+from coxswain_proxy.dataplane.http.policies.guard import Guard
 from coxswain_proxy.dataplane.http.retries import IDEMPOTENT as IDEMPOTENT  # for `dispatch`
 from coxswain_proxy.dataplane.runtime import Runtime
 from coxswain_proxy.dataplane.stats import NO_ROUTE
@@ -109,7 +109,7 @@ class RequestCycle:
         self.replay: list[bytes] | None = None  # the whole body so far, for retries and mirrors
         self.kept = 0  # its bytes (beyond `Config.replay_limit`, nothing is kept)
         self.mirrors: list[tuple[Origin, bytes]] = []  # (origin, Host) of each copy to send
-        self.guard: BodyLimit | None = None  # a policy counting a chunked body (`policies.guard`)
+        self.guard: Guard | None = None  # a policy's watch: a chunked body, the end (`policies`)
         # The attempts.
         self.origin: Origin | None = None
         self.upstream: Upstream | None = None
@@ -485,6 +485,8 @@ class RequestCycle:
         if self.phase >= DONE:
             return
         self.phase = DONE
+        if self.guard is not None:
+            self.guard.done(self)
         out = self.out
         if out:  # flush(), inlined: every response ends here
             data = out[0] if len(out) == 1 else b"".join(out)
@@ -505,3 +507,5 @@ class RequestCycle:
         self._end_attempt()
         self._cancel()
         self.phase = CLOSED
+        if self.guard is not None:
+            self.guard.done(self)

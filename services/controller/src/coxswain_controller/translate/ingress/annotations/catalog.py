@@ -323,7 +323,11 @@ _ENTRIES: dict[str, Entry] = {
             "opentracing-trust-incoming-span",
         )
     },
-    "enable-access-log": _i("Observability", "the proxy keeps no access log yet"),
+    "enable-access-log": _i(
+        "Observability",
+        "the access log is asked for per IngressClass (CoxswainIngressClassParameters.accessLog) "
+        "or by a CoxswainPolicy",
+    ),
     "enable-rewrite-log": _i("Observability", "the proxy keeps no rewrite log"),
     "http2-push-preload": _i("Observability", "browsers no longer take HTTP/2 push"),
 }

@@ -56,7 +56,7 @@ class Compiled:
     """What a request of one rule needs of its policy, built once per snapshot."""
 
     __slots__ = ("sources", "max_body", "in_flight", "rates", "basic", "external", "affinity",
-                 "split")  # fmt: skip
+                 "split", "access_log")  # fmt: skip
 
     def __init__(self, rule: Rule, policy: Policy) -> None:
         ranges = policy.source_ranges
@@ -72,6 +72,7 @@ class Compiled:
         self.external = ExternalCheck(external) if external is not None else None
         self.affinity = Affinity(policy.affinity) if policy.affinity is not None else None
         self.split: CookieSplit | None = policy.cookie_split
+        self.access_log = policy.access_log
 
     @property
     def picks(self) -> bool:

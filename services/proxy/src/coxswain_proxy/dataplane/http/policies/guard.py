@@ -1,33 +1,59 @@
-"""A request body without a declared length, counted against its rule's limit as it streams.
+"""What a policy watches over one request after dispatch: its chunked body, and its end.
 
-Where it sits: `gate` gives a chunked request on a rule with `max_body_bytes` a `BodyLimit` in
-`RequestCycle.guard`; the cycle asks it of each piece of body it takes (the one hook the
-policies have in the cycle), and ends the request with 413 when it says the body has grown
-past the limit: answered, if no response has begun, and the upstream attempt cut off (the
-backend never sees the chunked body's end, so it never reads a whole request).
+Where it sits: `gate` gives a request a `Guard` in `RequestCycle.guard` when its rule has a
+body size limit and the body has no declared length, or when the rule keeps an access log; the
+cycle asks it of each piece of body it takes and tells it when the request is over (done or
+abandoned), the hooks the policies have in the cycle. Past the limit the cycle ends the request
+with 413: answered, if no response has begun, and the upstream attempt cut off (the backend
+never sees the chunked body's end, so it never reads a whole request). At the end the access
+log gets its line (`accesslog`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from coxswain_proxy.dataplane.http.policies import accesslog
+
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
 
-__all__ = ["BodyLimit", "watch"]
+__all__ = ["Guard", "log", "watch"]
+
+UNLIMITED = -1
 
 
-class BodyLimit:
-    __slots__ = ("left",)
+class Guard:
+    __slots__ = ("left", "started")
 
-    def __init__(self, limit: int) -> None:
-        self.left = limit  # bytes the body may still carry
+    def __init__(self) -> None:
+        self.left = UNLIMITED  # bytes the body may still carry
+        self.started = 0.0  # when the request's turn came, for its access log line; 0: none
 
     def over(self, size: int) -> bool:
         """Count `size` more bytes of body; whether the body is now past the limit."""
-        left = self.left = self.left - size
+        left = self.left
+        if left == UNLIMITED:
+            return False
+        left = self.left = left - size
         return left < 0
+
+    def done(self, cycle: RequestCycle) -> None:
+        """The request is over (answered, or abandoned)."""
+        if self.started:
+            accesslog.record(cycle, self.started)
+
+
+def _guard(cycle: RequestCycle) -> Guard:
+    guard = cycle.guard
+    if guard is None:
+        guard = cycle.guard = Guard()
+    return guard
 
 
 def watch(cycle: RequestCycle, limit: int) -> None:
-    cycle.guard = BodyLimit(limit)
+    _guard(cycle).left = limit
+
+
+def log(cycle: RequestCycle) -> None:
+    _guard(cycle).started = cycle.rt.loop.time()

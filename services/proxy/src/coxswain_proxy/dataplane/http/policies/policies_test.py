@@ -17,12 +17,15 @@ import asyncio
 import base64
 import contextlib
 import ctypes
+import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
+import pytest
+
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.http import recording
-from coxswain_proxy.dataplane.http.policies import htpasswd
+from coxswain_proxy.dataplane.http.policies import accesslog, htpasswd
 from coxswain_proxy.dataplane.http.recording import Received, Recorder
 from coxswain_routing import (
     Backend,
@@ -430,3 +433,36 @@ async def test_the_affinity_cookie_keeps_a_client_on_the_weighted_slot_it_was_se
             assert set(again) == {first.body}
             bodies.add(first.body)
     assert bodies == {b"main", b"canary"}
+
+
+# ------------------------------------------------------------------ access log
+
+
+async def test_a_rule_with_an_access_log_writes_a_bounded_json_line_per_request(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    policy = Policy(access_log=True, source_ranges=SourceRanges(deny=("127.0.0.3",)))
+    long = "/" + "x" * 5000
+    async with plane(policy) as (port, _):
+        await _from("127.0.0.2", port, f"GET /a?b=1 HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+        await _from("127.0.0.3", port, GET)
+        await _from("127.0.0.2", port, f"GET {long} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+        accesslog.flush()
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(x["client"], x["status"], x["outcome"]) for x in lines] == [
+        ("127.0.0.2", 200, "answered"),
+        ("127.0.0.3", 403, "answered"),
+        ("127.0.0.2", 200, "answered"),
+    ]
+    first = lines[0]
+    assert (first["method"], first["host"], first["path"]) == ("GET", HOST, "/a?b=1")
+    assert first["route"] == "HTTPRoute/default/r" and first["upstream"].startswith("127.0.0.1:")
+    assert first["http"] == "1.1" and first["duration_ms"] >= 0
+    assert len(lines[2]["path"]) == accesslog.MAX_PATH + 3  # cut, and said so with "..."
+
+
+async def test_without_an_access_log_nothing_is_written(capsys: pytest.CaptureFixture[str]) -> None:
+    async with plane(Policy(max_body_bytes=10)) as (port, _):
+        await t.get(port)
+        accesslog.flush()
+    assert capsys.readouterr().out == ""

@@ -905,6 +905,11 @@ class Policy(betterproto2.Message):
         8, betterproto2.TYPE_MESSAGE, optional=True
     )
 
+    access_log: "bool" = betterproto2.field(9, betterproto2.TYPE_BOOL)
+    """
+    a JSON line per request of the rule
+    """
+
 
 default_message_pool.register_message("coxswain.discovery.v1", "Policy", Policy)
 
