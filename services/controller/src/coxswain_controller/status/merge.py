@@ -112,6 +112,9 @@ def merge_status(
             merged["addresses"] = list(fragment["addresses"])
         else:
             merged.pop("addresses", None)
+    if "supportedFeatures" in fragment:
+        # A GatewayClass's: ours alone, replaced whole (GEP-2162).
+        merged["supportedFeatures"] = list(fragment["supportedFeatures"])
     if "loadBalancer" in fragment:
         # An Ingress's addresses: ours alone, replaced whole.
         merged["loadBalancer"] = fragment["loadBalancer"]

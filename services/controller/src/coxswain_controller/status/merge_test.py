@@ -6,7 +6,8 @@ condition of ours withdrawn once the verdict leaves it out (a Gateway's
 InsecureFrontendValidationMode and its own ResolvedRefs too), and "no write" when the live status
 already says what the verdict says; status.addresses replaced whole, or dropped when there are
 none; a policy's ancestors merged as a route's parents are, other controllers' kept and ours
-dropped when none is left; a Gateway's attachedListenerSets written and withdrawn.
+dropped when none is left; a Gateway's attachedListenerSets written and withdrawn, a
+GatewayClass's supportedFeatures replaced whole.
 """
 
 from __future__ import annotations
@@ -224,3 +225,12 @@ def test_attached_listener_sets_is_ours_and_dropped_when_not_given() -> None:
     del fragment["attachedListenerSets"]
     withdrawn = merge_status(merged, fragment, controller=ME, now="t3")
     assert withdrawn is not None and "attachedListenerSets" not in withdrawn
+
+
+def test_supported_features_are_ours_and_replaced_whole() -> None:
+    live = {"supportedFeatures": [{"name": "Gateway"}, {"name": "Old"}]}
+    fragment = {"conditions": [], "supportedFeatures": [{"name": "Gateway"}, {"name": "HTTPRoute"}]}
+    merged = merge_status(live, fragment, controller=ME, now="t1")
+    assert merged is not None
+    assert merged["supportedFeatures"] == [{"name": "Gateway"}, {"name": "HTTPRoute"}]
+    assert merge_status(merged, fragment, controller=ME, now="t2") is None

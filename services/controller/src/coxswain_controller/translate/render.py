@@ -38,7 +38,10 @@ def _conditions(conditions: tuple[Condition, ...], generation: int) -> list[dict
 def status_fragment(verdict: Verdict, controller_name: str) -> dict[str, Any]:
     """The status fields this controller owns for one object."""
     if isinstance(verdict, ClassVerdict):
-        return {"conditions": _conditions(verdict.conditions, verdict.generation)}
+        return {
+            "conditions": _conditions(verdict.conditions, verdict.generation),
+            "supportedFeatures": [{"name": n} for n in verdict.supported_features],
+        }
     if isinstance(verdict, IngressVerdict):
         return {"loadBalancer": {"ingress": [_lb_entry(t, v) for t, v in verdict.addresses]}}
     if isinstance(verdict, GatewayVerdict):

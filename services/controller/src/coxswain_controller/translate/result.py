@@ -61,6 +61,8 @@ class ClassVerdict:
     generation: int
     uid: str
     conditions: tuple[Condition, ...]
+    # status.supportedFeatures: the Gateway API feature names this controller passes, sorted.
+    supported_features: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,11 @@ A class's parametersRef may name a CoxswainGatewayParameters object, which opts 
 into dedicated proxies (spec 002) and is their parameters' lower layer; any other target, or
 parameters that cannot be found or read, cannot be honoured, and then (spec 003) "none of its
 Gateways open a port".
+
+Every claimed class reports `status.supportedFeatures` (GEP-2162): the Gateway API features
+(their names as the conformance suite's pkg/features spells them) that Coxswain implements and
+that a test of this repository shows, each named with its test in docs/conformance.md. A feature
+with no such test is left out, however much of it is built.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from coxswain_controller.translate.provision.parameters import GatewayParameters
 from coxswain_controller.translate.result import ClassVerdict, Condition, Event, ObjectRef
 
 __all__ = [
+    "SUPPORTED_FEATURES",
     "ClassState",
     "class_events",
     "PARAMETERS_GROUP",
@@ -32,6 +38,61 @@ __all__ = [
 
 PARAMETERS_GROUP = parameters.PARAMETERS_GROUP
 PARAMETERS_KIND = parameters.PARAMETERS_KIND
+
+# GatewayClassStatus.supportedFeatures: "MUST be sorted in ascending alphabetical order by the
+# Name key". docs/conformance.md names the test that shows each; keep the two lists alike.
+SUPPORTED_FEATURES: tuple[str, ...] = tuple(
+    sorted(
+        {
+            # Core
+            "Gateway",
+            "GRPCRoute",
+            "HTTPRoute",
+            "ReferenceGrant",
+            "TLSRoute",
+            # Gateway (extended)
+            "GatewayAddressEmpty",
+            "GatewayBackendClientCertificate",
+            "GatewayFrontendClientCertificateValidation",
+            "GatewayFrontendClientCertificateValidationInsecureFallback",
+            "GatewayHTTPListenerIsolation",
+            "GatewayInfrastructurePropagation",
+            "GatewayPort8080",
+            "GatewayStaticAddresses",
+            "ListenerSet",
+            # HTTPRoute (extended)
+            "HTTPRoute308RedirectStatusCode",
+            "HTTPRouteBackendProtocolH2C",
+            "HTTPRouteBackendProtocolWebSocket",
+            "HTTPRouteBackendRequestHeaderModification",
+            "HTTPRouteBackendTimeout",
+            "HTTPRouteCORS",
+            "HTTPRouteHostRewrite",
+            "HTTPRouteMethodMatching",
+            "HTTPRouteNamedRouteRule",
+            "HTTPRouteParentRefPort",
+            "HTTPRoutePathRedirect",
+            "HTTPRoutePathRewrite",
+            "HTTPRoutePortRedirect",
+            "HTTPRouteQueryParamMatching",
+            "HTTPRouteRequestMirror",
+            "HTTPRouteRequestPercentageMirror",
+            "HTTPRouteRequestTimeout",
+            "HTTPRouteResponseHeaderModification",
+            "HTTPRouteRetry",
+            "HTTPRouteRetryBackendTimeout",
+            "HTTPRouteRetryConnectionError",
+            "HTTPRouteSchemeRedirect",
+            # Stream routes and TLS
+            "BackendTLSPolicy",
+            "BackendTLSPolicySANValidation",
+            "TCPRoute",
+            "TLSRouteModeMixed",
+            "TLSRouteModeTerminate",
+            "UDPRoute",
+        }
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +138,8 @@ def claimed_classes(
                 ConditionType.ACCEPTED, True, Reason.ACCEPTED, "claimed by this controller"
             )
         states[state.name] = state
-        verdicts.append(
-            ClassVerdict(
-                ObjectRef("GatewayClass", "", name(obj)), generation(obj), uid(obj), (cond,)
-            )
-        )
+        ref = ObjectRef("GatewayClass", "", name(obj))
+        verdicts.append(ClassVerdict(ref, generation(obj), uid(obj), (cond,), SUPPORTED_FEATURES))
     return states, verdicts
 
 
