@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +145,22 @@ class Kubectl:
 def kubectl(api: ThreadedApiServer, tmp_path: Path, kubectl_binary: str) -> Kubectl:
     kubeconfig = api.call(lambda s: s.write_kubeconfig(tmp_path / "kubeconfig"))
     return Kubectl(kubeconfig, tmp_path / "cache", kubectl_binary)
+
+
+def http(
+    api: ThreadedApiServer,
+    method: str,
+    path: str,
+    body: bytes | str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Message, bytes]:
+    """One raw HTTP request to the emulator: (status, headers, body), errors included."""
+    data = body.encode() if isinstance(body, str) else body
+    url = api.url + path  # always http://127.0.0.1:<port>
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers, err.read()

@@ -156,7 +156,7 @@ def test_create_token_for_the_discovery_audience(kubectl: Kubectl, client: Any) 
     reviews = kubernetes.client.AuthenticationV1Api(client)
 
     def review(audience: str) -> Any:
-        body = {"spec": {"token": token, "audiences": [audience]}}
+        body: Any = {"spec": {"token": token, "audiences": [audience]}}
         return reviews.create_token_review(body).status
 
     accepted = review("coxswain-discovery")

@@ -37,13 +37,14 @@ class WriteOptions:
     warnings: list[str] = field(default_factory=list)  # what the answer's Warning headers say
 
 
-_current: ContextVar[WriteOptions] = ContextVar(
-    "coxswain_devkit.apiserver.write_options", default=WriteOptions()
+_current: ContextVar[WriteOptions | None] = ContextVar(
+    "coxswain_devkit.apiserver.write_options", default=None
 )
 
 
 def current() -> WriteOptions:
-    return _current.get()
+    """The options of the request being served; the defaults (afresh) outside any request."""
+    return _current.get() or WriteOptions()
 
 
 def _manager(request: web.Request) -> tuple[str, bool]:
@@ -83,8 +84,9 @@ def using(opts: WriteOptions) -> Iterator[WriteOptions]:
         _current.reset(token)
 
 
-def _warning(text: str) -> str:
-    return '299 - "{}"'.format(text.replace('"', "'"))
+def warning_header(text: str) -> str:
+    """RFC 7234 section 5.5's warn-text is a quoted-string: quotes and backslashes escaped."""
+    return '299 - "{}"'.format(text.replace("\\", "\\\\").replace('"', '\\"'))
 
 
 @web.middleware
@@ -94,5 +96,5 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
     with using(from_request(request)) as opts:
         response = await handler(request)
     for text in opts.warnings:
-        response.headers.add("Warning", _warning(text))
+        response.headers.add("Warning", warning_header(text))
     return response

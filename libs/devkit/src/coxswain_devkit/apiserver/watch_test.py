@@ -3,7 +3,8 @@
 Covers replay from a resourceVersion then live events, the initial ADDED events of a watch with
 no resourceVersion, selector transitions (an object leaving the selection is DELETED, one entering
 it ADDED), BOOKMARK events, `timeoutSeconds`, 410 for a resourceVersion older than the window, and
-the recovery path across a restart: the resumed watch gets 410 and a relist recovers every object.
+the recovery path across a restart: the resumed watch gets 410 and a relist recovers every object;
+watch-list (`sendInitialEvents`): the state, the initial-events-end BOOKMARK, then changes.
 Closing watches as a fault is in faults_test.py.
 """
 
@@ -126,3 +127,24 @@ def test_a_watch_that_misses_events_across_a_restart_gets_410_and_a_relist_recov
     with watching(core, resource_version=relisted.metadata.resource_version) as events:
         _cm(core, "f")
         assert _seen(next(events)) == ("ADDED", "f")
+
+
+def test_watch_list_sends_the_state_then_the_initial_events_end_bookmark(core: Any) -> None:
+    """KEP-3157, as kubectl 1.37's informers ask: the current objects whatever the
+    resourceVersion, a BOOKMARK annotated k8s.io/initial-events-end, then changes."""
+    _cm(core, "a")
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    _cm(core, "b")
+    query = {"send_initial_events": True, "allow_watch_bookmarks": True,
+             "resource_version_match": "NotOlderThan", "resource_version": rv}  # fmt: skip
+    with watching(core, **query) as events:
+        first = [_seen(next(events)), _seen(next(events))]
+        bookmark = next(events)
+        _cm(core, "c")
+        after = next(e for e in events if e["type"] != "BOOKMARK")  # periodic ones may come
+    assert sorted(first) == [("ADDED", "a"), ("ADDED", "b")]
+    assert bookmark["type"] == "BOOKMARK"
+    metadata = bookmark["raw_object"]["metadata"]
+    assert metadata["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(metadata["resourceVersion"]) > int(rv)
+    assert _seen(after) == ("ADDED", "c")

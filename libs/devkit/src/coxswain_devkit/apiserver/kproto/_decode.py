@@ -266,13 +266,13 @@ def _quantity(reader: _Reader, data: bytes, where: tuple[str, str]) -> str:
     return _scalar("string", LEN, _plain(reader, data, where).get(1, b""), where)  # type: ignore[no-any-return]
 
 
-def _int_or_string(reader: _Reader, data: bytes, where: tuple[str, str]) -> int | str | None:
+def _int_or_string(reader: _Reader, data: bytes, where: tuple[str, str]) -> int | str:
+    """A number when type is 0, a string when 1; a zero of either is dropped unless the field
+    has presence (a pointer: `maxSurge: 0` means something)."""
     raw = _plain(reader, data, where)
     if raw.get(1, 0) == 1:
-        text = _scalar("string", LEN, raw.get(3, b""), where)
-        return text or None  # type: ignore[no-any-return]
-    number = _signed(raw.get(2, 0), 32)
-    return number if number else (0 if 2 in raw or 1 in raw else None)
+        return _scalar("string", LEN, raw.get(3, b""), where)  # type: ignore[no-any-return]
+    return _signed(raw.get(2, 0), 32)
 
 
 def _json_or_envelope(reader: _Reader, raw: bytes, where: tuple[str, str]) -> Any:
