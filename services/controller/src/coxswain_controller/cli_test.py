@@ -177,7 +177,7 @@ metadata:
   namespace: shop
   annotations:
     nginx.ingress.kubernetes.io/configuration-snippet: 'more_set_headers "X-Legacy: 1";'
-    nginx.ingress.kubernetes.io/auth-url: http://auth.shop.svc/check
+    nginx.ingress.kubernetes.io/limit-rate: "100"
 spec:
   ingressClassName: nginx
   rules:
@@ -216,7 +216,7 @@ def test_the_migration_report_gives_each_annotation_its_fate(
     assert legacy["served"] is False and "httpRoutes" not in legacy
     why = {a["key"].rsplit("/", 1)[1]: a["note"] for a in legacy["annotations"]}
     assert "never run" in why["configuration-snippet"]
-    assert "not supported yet" in why["auth-url"]
+    assert "not supported yet" in why["limit-rate"]
     assert any("main Ingress" in n for n in entries["shop/web-canary"]["notes"])
 
 
