@@ -192,3 +192,40 @@ async def test_a_policys_ancestors_are_written_beside_another_controllers(client
     assert [a["controllerName"] for a in ancestors] == ["example.com/other", CONTROLLER]
     assert ancestors[1]["conditions"][0]["reason"] == "Accepted"
     assert (await writer.write(verdict)).result == "unchanged"
+
+
+async def test_a_coxswain_policys_ancestors_are_written_at_its_own_group(
+    api: ThreadedApiServer, client: Any
+) -> None:
+    api.call(lambda s: s.apply(crds.coxswain()))
+    custom: Any = kubernetes.client.CustomObjectsApi(client)
+    group, version, plural = "coxswain-labs.dev", "v1alpha1", "coxswainpolicies"
+    body = {
+        "apiVersion": f"{group}/{version}",
+        "kind": "CoxswainPolicy",
+        "metadata": {"name": "limits", "namespace": "default"},
+        "spec": {
+            "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}],
+            "maxBodyBytes": 1024,
+        },
+    }
+    live = await asyncio.to_thread(
+        custom.create_namespaced_custom_object, group, version, "default", plural, body
+    )
+    accepted = Condition(ConditionType.ACCEPTED, True, Reason.ACCEPTED, "the policy is attached")
+    verdict = PolicyVerdict(
+        ObjectRef("CoxswainPolicy", "default", "limits"),
+        live["metadata"]["generation"],
+        live["metadata"]["uid"],
+        (AncestorVerdict({**POLICY_REF, "name": "gw"}, (accepted,)),),
+    )
+    writer = StatusWriter(client, controller_name=CONTROLLER, confirm_leader=_always)
+    assert (await writer.write(verdict)).result == "written"
+    read = await asyncio.to_thread(
+        custom.get_namespaced_custom_object, group, version, "default", plural, "limits"
+    )
+    [ancestor] = read["status"]["ancestors"]
+    assert ancestor["controllerName"] == CONTROLLER
+    assert ancestor["ancestorRef"]["name"] == "gw"
+    assert ancestor["conditions"][0]["reason"] == "Accepted"
+    assert (await writer.write(verdict)).result == "unchanged"
