@@ -2,14 +2,20 @@
 
     PYTHONPATH=... python bench/h2_profile.py [--requests N] [--top K]
 
+`--count N` runs N requests under a tracer and prints the Python calls and bytecodes per request
+(a count: the same code gives the same figure on a loaded machine; C work such as httptools'
+parsing is not in it). `--plain RUNS` runs without the profiler, RUNS times, and prints
+h2load's figures and the data plane's CPU time per request (this process's; h2load and nginx
+run apart): the real cost, less swayed than req/s by other work on a shared machine.
+
 One data plane (the bench snapshot of `proxy_throughput`: 100 routes, metrics on) runs in this
 process under cProfile, on uvloop; nginx is its HTTP/1.1 backend and `h2load` (50 connections x
 10 streams, in its own process) the client, so only the proxy's work is profiled. It prints the
 cumulative cost per request (µs) of the pieces docs/performance.md names — the `h2` library's
-frame parsing and HPACK on the client side, the httptools re-parse of the cycle's HTTP/1.1
-response in `h2stream`, the request cycle itself, the upstream connection — then the top
-functions by own time. cProfile roughly doubles Python's cost: the split, not the sum, is the
-result.
+frame parsing and HPACK on the client side, the httptools re-parse of an HTTP/1.1 response in
+`h2stream` (only the proxy's own answers take it now), the request cycle itself, the upstream
+connection — then the top functions by own time. cProfile roughly doubles Python's cost: the
+split, not the sum, is the result.
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ import pstats
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import proxy_throughput as bench
 
@@ -49,7 +59,7 @@ PIECES = (
 )  # fmt: skip
 
 
-async def run(requests: int, port: int, cert: TlsCertificate) -> None:
+async def run(requests: int, port: int, cert: TlsCertificate, h1: bool = False) -> None:
     from coxswain_proxy.dataplane.core import Dataplane, Options
 
     plane = await Dataplane(Options(shared=False, address="127.0.0.1")).start()
@@ -57,8 +67,8 @@ async def run(requests: int, port: int, cert: TlsCertificate) -> None:
     await plane.apply(resources)  # type: ignore[arg-type]
     url = f"http://127.0.0.1:{port}/p50/x"
     h2load = await asyncio.create_subprocess_exec(
-        "h2load", "-t1", "-c50", "-m10", f"-n{requests}", "-H", ":authority: bench.example.com",
-        url, stdout=subprocess.PIPE,
+        "h2load", *(["--h1"] if h1 else []), "-t1", "-c50", "-m10", f"-n{requests}",
+        "-H", ":authority: bench.example.com", url, stdout=subprocess.PIPE,
     )  # fmt: skip
     out, _ = await h2load.communicate()
     print(out.decode().split("\n\n", 1)[-1].split("time for request")[0].strip())
@@ -71,6 +81,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=50_000)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument(
+        "--plain",
+        type=int,
+        default=0,
+        metavar="RUNS",
+        help="no profiler: RUNS h2load runs, each one's req/s printed (the best is the figure)",
+    )
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N requests under a tracer: Python calls and bytecodes per request (load-free)",
+    )
+    parser.add_argument(
+        "--h1", action="store_true", help="HTTP/1.1 clients (h2load --h1, 10 pipelined) instead"
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="coxswain-h2prof-"))
     issued = CertificateAuthority.create().issue(dns=["bench.example.com"])
@@ -84,9 +111,21 @@ def main() -> None:
     nginx = subprocess.Popen(["nginx", "-c", str(backend), "-g", "daemon off;"])
     try:
         bench._wait_port(bench.BACKEND_PORT)
+        if args.count:
+            counts = count(lambda: uvloop.run(run(args.count, bench.free_port(), cert, args.h1)))
+            calls, opcodes = (n / args.count for n in counts)
+            print(f"counted: {calls:.1f} Python calls, {opcodes:.0f} bytecodes per request")
+            return
+        if args.plain:
+            for _ in range(args.plain):
+                began = time.process_time()
+                uvloop.run(run(args.requests, bench.free_port(), cert, args.h1))
+                cpu = (time.process_time() - began) / args.requests * 1e6
+                print(f"proxy CPU {cpu:.1f} µs/request (this process: the data plane alone)")
+            return
         profile = cProfile.Profile()
         profile.enable()
-        uvloop.run(run(args.requests, bench.free_port(), cert))
+        uvloop.run(run(args.requests, bench.free_port(), cert, args.h1))
         profile.disable()
     finally:
         nginx.terminate()
@@ -94,10 +133,38 @@ def main() -> None:
     report(pstats.Stats(profile), args.requests, args.top)
 
 
+def count(work: Callable[[], None]) -> tuple[int, int]:
+    """(Python calls, bytecodes) `work` runs in this thread: a count, not a time, so the same
+    code gives the same figure however loaded the machine is."""
+    calls = opcodes = 0
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal opcodes
+        if event == "opcode":
+            opcodes += 1
+        return local
+
+    def global_(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        frame.f_trace_opcodes = True
+        return local
+
+    sys.settrace(global_)
+    try:
+        work()
+    finally:
+        sys.settrace(None)
+    return calls, opcodes
+
+
 def report(stats: pstats.Stats, requests: int, top: int) -> None:
     table = stats.stats  # type: ignore[attr-defined]
     total = sum(tt for _cc, _nc, tt, _ct, _callers in table.values())
+    calls = sum(nc for _cc, nc, _tt, _ct, _callers in table.values())
     print(f"\nprofiled total {total / requests * 1e6:.1f} µs/request (own time of all functions)")
+    # The calls are the load-independent figure: the same work gives the same count.
+    print(f"function calls {calls / requests:.1f} per request")
     print("\ncumulative, µs per request:")
     for label, match in PIECES:
         cum = sum(ct for (f, _l, n), (_cc, _nc, _tt, ct, _c) in table.items() if match(f, n))
