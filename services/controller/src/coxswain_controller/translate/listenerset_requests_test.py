@@ -7,8 +7,9 @@ whole table (a Gateway parentRef reaches the Gateway's own listeners only, a Lis
 set's, a sectionName one listener), ListenerSetDefaultNotAllowed's and
 ListenerSetAllowedNamespaceSame's (a refused set's hostnames answer 404),
 ListenerSetDualParentRefIndependence's, and the cross-namespace hostname conflict's (the older
-set keeps the name). Also: a ListenerSet's listeners bind on the Gateway's own bind port, and
-`explain` names the set's listener that claimed a request. The bytes on the wire are
+set keeps the name). Also: a ListenerSet's listeners bind on the Gateway's own bind port,
+`explain` names the set's listener that claimed a request, and a set that cannot be read is
+Invalid while its Gateway serves on. The bytes on the wire are
 tests/e2e/listener_features_test.py's.
 """
 
@@ -19,7 +20,7 @@ import yaml
 
 from coxswain_controller.translate import Inputs, translate
 from coxswain_controller.translate.goldens import TESTDATA
-from coxswain_controller.translate.result import TranslateResult
+from coxswain_controller.translate.result import ListenerSetVerdict, ObjectRef, TranslateResult
 from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_routing import Candidate, GatewayListeners, Router, compile_router, explain
 
@@ -155,3 +156,26 @@ def test_the_older_listenerset_keeps_a_conflicting_hostname() -> None:
     assert backend(router, port, "cross-ns-conflict.com", "/route-a") == "infra-backend-v1"
     assert backend(router, port, "cross-ns-conflict.com", "/route-b") is None
     assert backend(router, port, "unique-b.com", "/route-b") == "infra-backend-v2"
+
+
+def test_a_listenerset_that_cannot_be_read_costs_only_itself() -> None:
+    # A port that is no number: the set is Accepted: False, Invalid; the Gateway it names (of
+    # another team, maybe) and its routes are served as before.
+    case = TESTDATA / "listenerset-allowed-namespace-same" / "input.yaml"
+    docs = [d for d in yaml.safe_load_all(case.read_text()) if isinstance(d, dict)]
+    (broken,) = [d for d in docs if d["metadata"]["name"] == "listenerset-with-http-listener"]
+    broken["spec"]["listeners"][0]["port"] = "eighty"
+    result = translate(Inputs.from_objects(docs))
+    verdict = next(
+        v
+        for v in result.verdicts
+        if v.ref == ObjectRef("ListenerSet", GW, "listenerset-with-http-listener")
+    )
+    assert isinstance(verdict, ListenerSetVerdict)
+    assert [(c.type.value, c.status, c.reason.value) for c in verdict.conditions] == [
+        ("Accepted", False, "Invalid"),
+        ("Programmed", False, "Invalid"),
+    ]
+    router, port = port_of(result, "gateway-with-listenerset-http-listener")
+    assert backend(router, port, "gateway-listener-1.com", "/route") == "infra-backend-v1"
+    assert backend(router, port, "listener-set-1-listener-1.com", "/route") is None

@@ -36,7 +36,7 @@ from coxswain_controller.translate.gateways.certificates import Certificate, cer
 from coxswain_controller.translate.gateways.classes import ClassState, is_dedicated_ref
 from coxswain_controller.translate.gateways.gateway_tls import GatewayTls, read_gateway_tls
 from coxswain_controller.translate.gateways.listenersets import ListenerSetState
-from coxswain_controller.translate.guard import guarded
+from coxswain_controller.translate.guard import MALFORMED, guarded
 from coxswain_controller.translate.inputs import (
     Inputs,
     Obj,
@@ -249,11 +249,19 @@ def _merge_listener_sets(
         if why is not None:
             entry.refusal = (Reason.NOT_ALLOWED, why)
             continue
-        for raw in listenersets.raw_listeners(obj):
-            listener = _listener(inputs, obj, raw, grants, owner_kind=listenersets.KIND)
+        try:
+            read = [
+                _listener(inputs, obj, raw, grants, owner_kind=listenersets.KIND)
+                for raw in listenersets.raw_listeners(obj)
+            ]
+        except MALFORMED as exc:
+            # A set that cannot be read costs itself, never its Gateway (another team's).
+            entry.refusal = (Reason.INVALID, f"could not be read: {type(exc).__name__}: {exc}")
+            continue
+        for listener in read:
             listener.listener_set = entry.key
-            entry.listeners.append(listener)
-        state.listeners += entry.listeners
+        entry.listeners = read
+        state.listeners += read
 
 
 def _settle_listener_sets(state: GatewayState) -> None:
