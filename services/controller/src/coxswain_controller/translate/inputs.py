@@ -48,6 +48,7 @@ KINDS = (
     "IngressClass",
     "CoxswainIngressClassParameters",
     "CoxswainGatewayParameters",
+    "CoxswainPolicy",
     # Provisioned Deployments: their available replicas pace a switch to dedicated mode
     # (handover.py).
     "Deployment",
