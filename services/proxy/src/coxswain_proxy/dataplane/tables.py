@@ -30,10 +30,11 @@ import logging
 import ssl
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import framing, tls
+from coxswain_proxy.dataplane.http.policies.compiled_policy import Compiled, compile_policy
 from coxswain_proxy.dataplane.stream import compiled
 from coxswain_proxy.dataplane.upstream import backend_tls
 from coxswain_proxy.dataplane.upstream.picker import H2C, EndpointPicker, H2c
@@ -63,9 +64,6 @@ from coxswain_routing import (
     compile_router,
     fold_header_modifiers,
 )
-
-if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.policies.gate import Compiled
 
 log = logging.getLogger(__name__)
 
@@ -195,9 +193,6 @@ def _check_pieces(rule: Rule) -> None:
 
 def rule_plan(rule: Rule) -> RulePlan:
     """What a request matching `rule` needs; `framing.UnsafeField` when it could split a head."""
-    # Imported here: the policies write heads, and `heads` reads this module's plans.
-    from coxswain_proxy.dataplane.http.policies import gate
-
     _check_pieces(rule)
     redirects = _of(rule.filters, RequestRedirect)
     cors = _of(rule.filters, Cors)
@@ -223,7 +218,7 @@ def rule_plan(rule: Rule) -> RulePlan:
         backoff=rule.retry.backoff_ms / 1000,
         attempt_timeout=rule.timeouts.backend_request_ms / 1000,
         request_timeout=rule.timeouts.request_ms / 1000,
-        policy=gate.compile_policy(rule),
+        policy=compile_policy(rule),
     )
 
 

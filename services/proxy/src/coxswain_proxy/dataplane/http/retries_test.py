@@ -42,13 +42,13 @@ CLOSE = "close"  # read the request, then close the connection (FIN)
 SILENT = "silent"  # read the request, never answer
 BREAK = "break"  # answer a head and part of the body, then reset
 STALL = "stall"  # answer a head and part of the body, then nothing more
-SLOW_503 = "slow-503"  # answer 503 after `Scripted.delay` seconds
-SLOW_OK = "slow-ok"  # answer 200 after `Scripted.delay` seconds
+SLOW_503 = "slow-503"  # answer 503 after `ScriptedBackend.delay` seconds
+SLOW_OK = "slow-ok"  # answer 200 after `ScriptedBackend.delay` seconds
 
 PARTIAL = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial"
 
 
-class Scripted:
+class ScriptedBackend:
     """Meets the n-th request it reads as `script[n]` says (the last entry: every later one)."""
 
     def __init__(self, *script: str, delay: float = 0.0) -> None:
@@ -120,7 +120,7 @@ async def _read_body(reader: asyncio.StreamReader, head: bytes) -> bytes:
 
 
 @contextlib.asynccontextmanager
-async def backend(scripted: Scripted) -> AsyncIterator[Scripted]:
+async def backend(scripted: ScriptedBackend) -> AsyncIterator[ScriptedBackend]:
     tasks: set[asyncio.Task[None]] = set()
 
     async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -205,7 +205,10 @@ async def request(
 async def test_connection_lost_before_the_response(
     script: tuple[str, ...], attempts: int, status: int, seen: int
 ) -> None:
-    async with backend(Scripted(*script)) as b, plane(b.port, retry=Retry(attempts=attempts)) as p:
+    async with (
+        backend(ScriptedBackend(*script)) as b,
+        plane(b.port, retry=Retry(attempts=attempts)) as p,
+    ):
         response = await request(p)
     assert response.status == status
     assert len(b.requests) == seen
@@ -221,14 +224,14 @@ async def test_every_connect_refused_is_retried_then_503() -> None:
 
 async def test_a_refused_endpoint_is_skipped_for_a_live_one() -> None:
     dead = await _dead_port()
-    async with backend(Scripted(OK)) as b, plane(dead, b.port, retry=Retry(attempts=1)) as p:
+    async with backend(ScriptedBackend(OK)) as b, plane(dead, b.port, retry=Retry(attempts=1)) as p:
         statuses = [(await request(p)).status for _ in range(4)]
     assert statuses == [200] * 4
 
 
 async def test_a_response_that_broke_off_is_not_retried() -> None:
     async with (
-        backend(Scripted(BREAK, OK)) as b,
+        backend(ScriptedBackend(BREAK, OK)) as b,
         plane(b.port, retry=Retry(attempts=3)) as p,
         t.client(p) as c,
     ):
@@ -240,7 +243,7 @@ async def test_a_response_that_broke_off_is_not_retried() -> None:
 
 async def test_a_retried_status_is_passed_on_when_the_attempts_are_used_up() -> None:
     async with (
-        backend(Scripted(STATUS_503)) as b,
+        backend(ScriptedBackend(STATUS_503)) as b,
         plane(b.port, retry=Retry(attempts=2, codes=(503,))) as p,
     ):
         response = await request(p)
@@ -265,7 +268,7 @@ async def test_a_backend_request_timeout_is_retried(
 ) -> None:
     timeouts = Timeouts(request_ms=30_000, backend_request_ms=300)
     async with (
-        backend(Scripted(*script)) as b,
+        backend(ScriptedBackend(*script)) as b,
         plane(b.port, retry=Retry(attempts=2), timeouts=timeouts) as p,
     ):
         response = await request(p)
@@ -275,7 +278,7 @@ async def test_a_backend_request_timeout_is_retried(
 
 async def test_a_backend_request_timeout_with_no_stanza_is_504_at_once() -> None:
     async with (
-        backend(Scripted(SILENT, OK)) as b,
+        backend(ScriptedBackend(SILENT, OK)) as b,
         plane(b.port, timeouts=Timeouts(backend_request_ms=200)) as p,
     ):
         assert (await request(p)).status == 504
@@ -287,7 +290,7 @@ async def test_the_request_timeout_ends_the_retries() -> None:
     # fire in the order of their deadlines, so no fourth attempt can start before it.
     timeouts = Timeouts(request_ms=800, backend_request_ms=300)
     async with (
-        backend(Scripted(SILENT)) as b,
+        backend(ScriptedBackend(SILENT)) as b,
         plane(b.port, retry=Retry(attempts=10), timeouts=timeouts) as p,
     ):
         assert (await request(p)).status == 504
@@ -297,7 +300,7 @@ async def test_the_request_timeout_ends_the_retries() -> None:
 async def test_the_request_timeout_ends_a_backoff() -> None:
     timeouts = Timeouts(request_ms=300)
     async with (
-        backend(Scripted(RESET, OK)) as b,
+        backend(ScriptedBackend(RESET, OK)) as b,
         plane(b.port, retry=Retry(attempts=1, backoff_ms=60_000), timeouts=timeouts) as p,
     ):
         assert (await request(p)).status == 504
@@ -306,7 +309,7 @@ async def test_the_request_timeout_ends_a_backoff() -> None:
 
 async def test_a_backend_request_timeout_bounds_the_whole_response() -> None:
     async with (
-        backend(Scripted(STALL)) as b,
+        backend(ScriptedBackend(STALL)) as b,
         plane(b.port, retry=Retry(attempts=2), timeouts=Timeouts(backend_request_ms=300)) as p,
         t.client(p) as c,
     ):
@@ -321,7 +324,7 @@ async def test_a_discarded_attempt_leaves_no_timer_behind() -> None:
     # first attempt began, inside its own second, and is the one the client gets.
     timeouts = Timeouts(backend_request_ms=1000)
     async with (
-        backend(Scripted(SLOW_503, SLOW_OK, delay=0.6)) as b,
+        backend(ScriptedBackend(SLOW_503, SLOW_OK, delay=0.6)) as b,
         plane(b.port, retry=Retry(attempts=1, codes=(503,)), timeouts=timeouts) as p,
     ):
         assert (await request(p)).status == 200
@@ -342,7 +345,10 @@ async def test_a_discarded_attempt_leaves_no_timer_behind() -> None:
 async def test_a_body_is_sent_again_whole(
     method: str, chunked: bool, seen: int, status: int
 ) -> None:
-    async with backend(Scripted(RESET, OK)) as b, plane(b.port, retry=Retry(attempts=2)) as p:
+    async with (
+        backend(ScriptedBackend(RESET, OK)) as b,
+        plane(b.port, retry=Retry(attempts=2)) as p,
+    ):
         response = await request(p, method, b"payload", chunked=chunked)
     assert response.status == status
     assert len(b.requests) == seen
@@ -357,7 +363,7 @@ async def test_a_body_is_sent_again_whole(
 )
 async def test_a_body_too_long_to_keep_is_not_sent_again(chunked: bool) -> None:
     async with (
-        backend(Scripted(RESET, OK)) as b,
+        backend(ScriptedBackend(RESET, OK)) as b,
         plane(b.port, retry=Retry(attempts=2), config=Config(replay_limit=4)) as p,
     ):
         response = await request(p, "PUT", b"longer than four", chunked=chunked)
@@ -370,7 +376,7 @@ async def test_a_body_too_long_to_keep_is_not_sent_again(chunked: bool) -> None:
 
 async def test_http2_streams_are_retried_alike() -> None:
     async with (
-        backend(Scripted(RESET, OK, RESET)) as b,
+        backend(ScriptedBackend(RESET, OK, RESET)) as b,
         plane(b.port, retry=Retry(attempts=1)) as p,
         h2client.connected(p) as c,
     ):
@@ -392,7 +398,7 @@ async def test_grpc_answers_carry_the_grpc_status(
 ) -> None:
     grpc = [(b"content-type", b"application/grpc"), (b"te", b"trailers")]
     async with (
-        backend(Scripted(*script)) as b,
+        backend(ScriptedBackend(*script)) as b,
         plane(b.port, retry=Retry(attempts=2), timeouts=timeouts) as p,
         h2client.connected(p) as c,
     ):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 from coxswain_proxy.dataplane.http.phases import CLOSED
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
+    from coxswain_proxy.dataplane.http.policies.policed import PolicedCycle
 
 __all__ = ["FLUSH_BYTES", "FLUSH_SECONDS", "flush", "record"]
 
@@ -68,7 +68,7 @@ class _Clock:
     text = ""
 
 
-def record(cycle: RequestCycle, started: float) -> None:
+def record(cycle: PolicedCycle, started: float) -> None:
     loop = cycle.rt.loop
     origin = cycle.origin
     upstream = f"{origin[0]}:{origin[1]}" if origin is not None else ""

@@ -21,20 +21,36 @@ from __future__ import annotations
 import hashlib
 import time
 from email.utils import formatdate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from coxswain_routing import Backend, Candidate, CookieSplit, SessionAffinity
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
-    from coxswain_proxy.dataplane.tables import Tables
     from coxswain_proxy.dataplane.upstream.picker import EndpointPicker, Origin
 
-__all__ = ["Affinity", "cookie_value", "endpoint_token", "split_pick"]
+__all__ = ["Affinity", "CookieBearer", "PickerSource", "cookie_value", "endpoint_token",
+           "split_pick"]  # fmt: skip
 
 _COOKIE = b"cookie"
 MAX_INDEXES = 64  # pickers indexed per rule (its slots, across endpoint changes)
 SET_COOKIE = b"set-cookie"
+
+
+class CookieBearer(Protocol):
+    """A request as a cookie chooses for it (a `RequestCycle`; `tables` compiles this module,
+    so it never imports the cycle's): its fields, and those its answer carries."""
+
+    headers: list[tuple[bytes, bytes]]
+
+    @property
+    def cors(self) -> list[tuple[bytes, bytes]]:
+        """Fields every answer to the request carries."""
+
+
+class PickerSource(Protocol):
+    """Where a slot's endpoints are found (`tables.Tables`)."""
+
+    def picker(self, backend: Backend) -> EndpointPicker | None: ...
 
 
 def cookie_value(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
@@ -87,7 +103,7 @@ class Affinity:
         return found[1]
 
     def pinned(
-        self, cycle: RequestCycle, tables: Tables, backends: tuple[Backend, ...]
+        self, cycle: CookieBearer, tables: PickerSource, backends: tuple[Backend, ...]
     ) -> tuple[Backend, Origin] | None:
         """The slot and endpoint the request's cookie names, while that endpoint is ready."""
         token = cookie_value(cycle.headers, self.name)
@@ -100,7 +116,7 @@ class Affinity:
                 return backend, origin
         return None
 
-    def remember(self, cycle: RequestCycle, origin: Origin) -> None:
+    def remember(self, cycle: CookieBearer, origin: Origin) -> None:
         """The answer sets the cookie naming `origin`."""
         # RFC 6265 §4.1.1: set-cookie-string = cookie-pair *( ";" SP cookie-av ).
         value = self.name + b"=" + endpoint_token(origin) + self.attributes
@@ -110,7 +126,7 @@ class Affinity:
         cycle.cors.append((SET_COOKIE, value))
 
 
-def split_pick(cycle: RequestCycle, cand: Candidate, split: CookieSplit) -> Backend:
+def split_pick(cycle: CookieBearer, cand: Candidate, split: CookieSplit) -> Backend:
     """The slot the canary cookie names ("always": the canary's, "never": the main one's);
     any other value, or none, leaves the weighted pick (ingress-nginx's canary-by-cookie)."""
     value = cookie_value(cycle.headers, split.cookie.encode("latin-1"))

@@ -1,7 +1,7 @@
 """The answers a policy gives itself (403, 413, 429, 401, a sign-in redirect), in one write.
 
 Where it sits: every stage of `gate` that refuses a request answers through `refuse`, which
-adds what the rule's CORS filter asked of responses (`RequestCycle.cors`), as a redirect or a
+adds what the rule's CORS filter asked of responses (`PolicedCycle.cors`), as a redirect or a
 preflight answer of `dispatch` does, so a browser can read why it was refused.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from coxswain_proxy.dataplane.http import responses
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
+    from coxswain_proxy.dataplane.http.policies.policed import PolicedCycle
 
 __all__ = ["refuse"]
 
@@ -21,7 +21,7 @@ _TEXT = ("content-type", "text/plain; charset=utf-8")
 
 
 def refuse(
-    cycle: RequestCycle, status: int, reason: str, headers: list[tuple[str, str]] | None = None
+    cycle: PolicedCycle, status: int, reason: str, headers: list[tuple[str, str]] | None = None
 ) -> None:
     """Answer `status` with a short text body saying `reason`, and `headers`."""
     fields = [_TEXT, *(headers or ())]

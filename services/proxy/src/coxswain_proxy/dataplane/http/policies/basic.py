@@ -1,6 +1,7 @@
 """Basic auth: the Authorization header against a rule's htpasswd entries.
 
-Where it sits: `gate.admit` asks `BasicCheck.check` after the limits. A credential verified
+Where it sits: `gate.admit` asks `BasicCheck.check` after the limits, with the request's
+Authorization field. A credential verified
 once is remembered (by a digest of the header's value, never the password, in a bounded
 memo), so the hash is computed once per credential and not per request. {SHA} and apr1 are
 verified on the event loop (microseconds and about a millisecond); bcrypt, which is slow by
@@ -15,7 +16,6 @@ import base64
 import binascii
 import hashlib
 
-from coxswain_proxy.dataplane.http import heads
 from coxswain_proxy.dataplane.http.policies import htpasswd
 from coxswain_routing import BasicAuth
 
@@ -24,10 +24,11 @@ __all__ = ["BasicCheck", "DENIED", "BUSY", "PASSED"]
 MEMO_ENTRIES = 1024  # credentials remembered per rule
 MAX_PENDING = 64  # bcrypt verifications queued per worker
 PASSED, DENIED, BUSY = 0, 1, 2
-_AUTHORIZATION = b"authorization"
 
 
-class _Pending:
+class _Verifying:
+    """The bcrypt verifications queued or running in this worker."""
+
     count = 0
 
 
@@ -40,9 +41,9 @@ class BasicCheck:
         self.challenge = [("www-authenticate", f'Basic realm="{auth.realm}"')]
         self.verified: dict[bytes, bool] = {}
 
-    def check(self, headers: list[tuple[bytes, bytes]]) -> int | asyncio.Future[bool]:
-        """PASSED, DENIED, BUSY, or a future the bcrypt verification resolves."""
-        value = heads.header(headers, _AUTHORIZATION)
+    def check(self, value: bytes) -> int | asyncio.Future[bool]:
+        """The request's Authorization field (b"": none) judged: PASSED, DENIED, BUSY, or a
+        future the bcrypt verification resolves."""
         if not value:
             return DENIED
         key = hashlib.sha256(value).digest()
@@ -63,14 +64,14 @@ class BasicCheck:
         return self._bcrypt(key, password, hashed)
 
     def _bcrypt(self, key: bytes, password: bytes, hashed: bytes) -> int | asyncio.Future[bool]:
-        if _Pending.count >= MAX_PENDING:
+        if _Verifying.count >= MAX_PENDING:
             return BUSY
-        _Pending.count += 1
+        _Verifying.count += 1
         loop = asyncio.get_running_loop()
         verified = loop.run_in_executor(htpasswd.POOL, htpasswd.verify_bcrypt, password, hashed)
 
         def settled(future: asyncio.Future[bool]) -> None:
-            _Pending.count -= 1
+            _Verifying.count -= 1
             if not future.cancelled() and future.exception() is None and future.result():
                 self._remember(key)
 

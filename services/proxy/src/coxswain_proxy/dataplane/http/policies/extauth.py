@@ -34,38 +34,24 @@ from coxswain_routing import ExternalAuth
 
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.contracts import Upstream
-    from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
+    from coxswain_proxy.dataplane.http.policies.compiled_policy import ExternalCheck
+    from coxswain_proxy.dataplane.http.policies.policed import PolicedCycle
     from coxswain_proxy.dataplane.tables import Tables
     from coxswain_proxy.dataplane.upstream.picker import Origin
 
-__all__ = ["AuthCall", "ExternalCheck"]
+__all__ = ["AuthCall"]
 
 # The client's fields the auth request does not carry: its body stays with the client.
 _DROPPED = frozenset({b"content-length", b"transfer-encoding", b"expect", b"host"})
 _WWW_AUTHENTICATE = b"www-authenticate"
 
 
-class ExternalCheck:
-    """An `ExternalAuth` compiled: the bytes that do not depend on the request."""
-
-    __slots__ = ("auth", "endpoints", "host", "target", "method", "copied", "timeout")
-
-    def __init__(self, auth: ExternalAuth) -> None:
-        self.auth = auth
-        self.endpoints = auth.endpoints
-        self.host = auth.host.encode("latin-1")
-        self.target = auth.path.encode("latin-1")
-        self.method = auth.method.encode("latin-1")
-        self.copied = frozenset(name.encode("latin-1") for name in auth.response_headers)
-        self.timeout = auth.timeout_ms / 1000
-
-
-def original_url(cycle: RequestCycle) -> str:
+def original_url(cycle: PolicedCycle) -> str:
     host = heads.header(cycle.headers, b"host") or (cycle.host or b"")
     return f"{cycle.conn.scheme}://{host.decode('latin-1')}{cycle.url.decode('latin-1')}"
 
 
-def signin_location(cycle: RequestCycle, auth: ExternalAuth) -> str:
+def signin_location(cycle: PolicedCycle, auth: ExternalAuth) -> str:
     """The sign-in URL with its nginx variables filled in, and `rd=` added unless it has one."""
     url = original_url(cycle)
     host = (cycle.host or b"").decode("latin-1")
@@ -91,7 +77,7 @@ class AuthCall:
                  "origin", "challenge", "waiting")  # fmt: skip
 
     def __init__(
-        self, cycle: RequestCycle, check: ExternalCheck, done: Callable[[bool], None]
+        self, cycle: PolicedCycle, check: ExternalCheck, done: Callable[[bool], None]
     ) -> None:
         self.cycle = cycle
         self.check = check
@@ -238,7 +224,7 @@ class AuthCall:
             self.done(False)
 
 
-def _set_fields(cycle: RequestCycle, found: list[tuple[bytes, bytes]]) -> None:
+def _set_fields(cycle: PolicedCycle, found: list[tuple[bytes, bytes]]) -> None:
     """The auth answer's fields replace the request's fields of the same names."""
     if not found:
         return

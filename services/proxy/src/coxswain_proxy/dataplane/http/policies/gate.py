@@ -1,9 +1,9 @@
-"""A rule's policy compiled, and the gate every request of that rule passes before its pick.
+"""The gate every request of a rule with a policy passes before its pick.
 
-Where it sits: `tables.rule_plan` compiles a rule's `Policy` into a `Compiled` (once per
-snapshot, off the request path); `dispatch` calls `admit` after routing, the rule's CORS
-preflight and its redirect, and before a backend is picked. Most rules have no policy, and pay
-one attribute test for it.
+Where it sits: `tables.rule_plan` compiles a rule's `Policy` into a `compiled_policy.Compiled`
+(once per snapshot, off the request path); `dispatch` calls `admit` after routing, the rule's
+CORS preflight and its redirect, and before a backend is picked. Most rules have no policy, and
+pay one attribute test for it.
 
 The stages, in order (each answers the request itself when it refuses it):
   source ranges (403) -> body size by Content-Length (413) -> requests in flight per client
@@ -22,88 +22,23 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from coxswain_proxy.dataplane import framing
 from coxswain_proxy.dataplane.http import heads
 from coxswain_proxy.dataplane.http.phases import WAITING
-from coxswain_proxy.dataplane.http.policies import answers, basic, guard, limits
-from coxswain_proxy.dataplane.http.policies.access import CidrSet, SourceCheck, client_address
-from coxswain_proxy.dataplane.http.policies.affinity import Affinity
-from coxswain_proxy.dataplane.http.policies.extauth import AuthCall, ExternalCheck
-from coxswain_routing import CookieSplit, Policy, RateKey, Rule
+from coxswain_proxy.dataplane.http.policies import answers, basic, guard
+from coxswain_proxy.dataplane.http.policies.access import client_address
+from coxswain_proxy.dataplane.http.policies.extauth import AuthCall
 
 if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
+    from coxswain_proxy.dataplane.http.policies.compiled_policy import Compiled
+    from coxswain_proxy.dataplane.http.policies.guard import Guarded
     from coxswain_proxy.dataplane.tables import Tables
 
-__all__ = ["Compiled", "Waiting", "admit", "compile_policy"]
+__all__ = ["Waiting", "admit"]
 
 _CONTENT_LENGTH = b"content-length"
+_AUTHORIZATION = b"authorization"
 _ROUTE_KEY = b""  # the one key of a per-route bucket
 BASIC, EXTERNAL = 5, 6  # the asynchronous stages, by the order they run in
-
-
-class _Rate:
-    __slots__ = ("buckets", "per_client", "exempt")
-
-    def __init__(self, rule: Rule, index: int, policy: Policy) -> None:
-        limit = policy.rate_limits[index]
-        self.buckets = limits.state(("rate", rule.id, index, limit), limits.Buckets, limit)
-        self.per_client = limit.key is RateKey.CLIENT_ADDRESS
-        self.exempt = CidrSet(limit.exempt) if limit.exempt else None
-
-
-class Compiled:
-    """What a request of one rule needs of its policy, built once per snapshot."""
-
-    __slots__ = ("sources", "max_body", "in_flight", "rates", "basic", "external", "affinity",
-                 "split", "access_log")  # fmt: skip
-
-    def __init__(self, rule: Rule, policy: Policy) -> None:
-        ranges = policy.source_ranges
-        self.sources = SourceCheck(ranges) if ranges is not None else None
-        self.max_body = policy.max_body_bytes
-        limit = policy.connections_per_client
-        self.in_flight = (
-            limits.state(("in-flight", rule.id, limit), limits.InFlight, limit) if limit else None
-        )
-        self.rates = tuple(_Rate(rule, i, policy) for i in range(len(policy.rate_limits)))
-        self.basic = basic.BasicCheck(policy.basic_auth) if policy.basic_auth else None
-        external = policy.external_auth
-        self.external = ExternalCheck(external) if external is not None else None
-        self.affinity = Affinity(policy.affinity) if policy.affinity is not None else None
-        self.split: CookieSplit | None = policy.cookie_split
-        self.access_log = policy.access_log
-
-    @property
-    def picks(self) -> bool:
-        """It has a say in the backend or endpoint picked."""
-        return self.affinity is not None or self.split is not None
-
-
-def compile_policy(rule: Rule) -> Compiled | None:
-    """The rule's policy compiled; `framing.UnsafeField` for a piece no head may carry."""
-    policy = rule.policy
-    if policy is None or policy.empty:
-        return None
-    _check_pieces(policy)
-    return Compiled(rule, policy)
-
-
-def _check_pieces(policy: Policy) -> None:
-    """What a policy writes into heads, checked by the data plane's own rules (`framing`)."""
-    if policy.basic_auth is not None:
-        framing.value(f'Basic realm="{policy.basic_auth.realm}"', "realm")
-    external = policy.external_auth
-    if external is not None:
-        framing.value(external.host, "auth host")
-        framing.value(external.path, "auth target")
-        framing.name(external.method)
-        for name in external.response_headers:
-            framing.name(name)
-        framing.value(external.signin or "-", "sign-in URL")
-    if policy.affinity is not None:
-        framing.name(policy.affinity.cookie)
-        framing.value(policy.affinity.path, "cookie path")
 
 
 class Waiting:
@@ -111,7 +46,7 @@ class Waiting:
 
     __slots__ = ("cycle", "tables", "policy", "go", "args")
 
-    def __init__(self, cycle: RequestCycle, tables: Tables, policy: Compiled) -> None:
+    def __init__(self, cycle: Guarded, tables: Tables, policy: Compiled) -> None:
         self.cycle = cycle
         self.tables = tables
         self.policy = policy
@@ -131,13 +66,13 @@ class Waiting:
             self.go(*self.args)
 
 
-def admit(cycle: RequestCycle, tables: Tables, policy: Compiled) -> bool | Waiting:
+def admit(cycle: Guarded, tables: Tables, policy: Compiled) -> bool | Waiting:
     """Whether the request goes on now (True), was answered (False), or waits (`Waiting`)."""
     return _stages(cycle, tables, policy, 0, None)
 
 
 def _stages(
-    cycle: RequestCycle, tables: Tables, policy: Compiled, stage: int, waiting: Waiting | None
+    cycle: Guarded, tables: Tables, policy: Compiled, stage: int, waiting: Waiting | None
 ) -> bool | Waiting:
     if stage < BASIC and not _limits(cycle, policy):
         return False
@@ -157,7 +92,7 @@ def _stages(
     return True
 
 
-def _limits(cycle: RequestCycle, policy: Compiled) -> bool:
+def _limits(cycle: Guarded, policy: Compiled) -> bool:
     """The synchronous stages; False when one answered the request."""
     address = client_address(cycle.conn.forwarded)
     sources = policy.sources
@@ -185,7 +120,7 @@ def _limits(cycle: RequestCycle, policy: Compiled) -> bool:
 _RETRY_1 = [("retry-after", "1")]
 
 
-def _body_fits(cycle: RequestCycle, limit: int) -> bool:
+def _body_fits(cycle: Guarded, limit: int) -> bool:
     """RFC 9110 §15.5.14: "The 413 (Content Too Large) status code indicates that the server
     is refusing to process a request because the request content is larger than the server is
     willing or able to process." A declared length is judged now; a body without one (chunked)
@@ -202,13 +137,13 @@ def _body_fits(cycle: RequestCycle, limit: int) -> bool:
 
 
 def _basic(
-    cycle: RequestCycle,
+    cycle: Guarded,
     tables: Tables,
     policy: Compiled,
     check: basic.BasicCheck,
     waiting: Waiting | None,
 ) -> bool | Waiting:
-    verdict = check.check(cycle.headers)
+    verdict = check.check(heads.header(cycle.headers, _AUTHORIZATION))
     if verdict == basic.PASSED:
         return True
     if verdict == basic.BUSY:

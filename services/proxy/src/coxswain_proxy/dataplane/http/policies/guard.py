@@ -11,14 +11,12 @@ log gets its line (`accesslog`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from coxswain_proxy.dataplane.http.policies import accesslog
+from coxswain_proxy.dataplane.http.policies.policed import PolicedCycle
 
-if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
-
-__all__ = ["Guard", "log", "watch"]
+__all__ = ["Guard", "Guarded", "log", "watch"]
 
 UNLIMITED = -1
 
@@ -38,22 +36,28 @@ class Guard:
         left = self.left = left - size
         return left < 0
 
-    def done(self, cycle: RequestCycle) -> None:
+    def done(self, cycle: PolicedCycle) -> None:
         """The request is over (answered, or abandoned)."""
         if self.started:
             accesslog.record(cycle, self.started)
 
 
-def _guard(cycle: RequestCycle) -> Guard:
+class Guarded(PolicedCycle, Protocol):
+    """A request cycle with the slot its guard is kept in (`RequestCycle.guard`)."""
+
+    guard: Guard | None
+
+
+def _guard(cycle: Guarded) -> Guard:
     guard = cycle.guard
     if guard is None:
         guard = cycle.guard = Guard()
     return guard
 
 
-def watch(cycle: RequestCycle, limit: int) -> None:
+def watch(cycle: Guarded, limit: int) -> None:
     _guard(cycle).left = limit
 
 
-def log(cycle: RequestCycle) -> None:
+def log(cycle: Guarded) -> None:
     _guard(cycle).started = cycle.rt.loop.time()

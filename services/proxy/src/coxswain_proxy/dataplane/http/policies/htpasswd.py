@@ -19,7 +19,9 @@ import ctypes.util
 import hashlib
 import hmac
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 __all__ = ["POOL", "apr1", "bcrypt_available", "verify_bcrypt", "verify_fast"]
 
@@ -33,7 +35,8 @@ _md5 = hashlib.md5
 _sha1 = hashlib.sha1
 
 
-def _libcrypt() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+def _libcrypt() -> Callable[[bytes, bytes, Any, int], bytes | None] | None:
+    """libcrypt's `crypt_rn(phrase, setting, data, size)`; None where there is none."""
     name = ctypes.util.find_library("crypt")
     if name is None:
         return None

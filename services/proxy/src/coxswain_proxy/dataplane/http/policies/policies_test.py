@@ -20,6 +20,7 @@ import ctypes
 import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -301,12 +302,12 @@ VERDICTS = {
 }
 
 
-def _external(**changes: object) -> Policy:
+def _external(**changes: Any) -> Policy:
     auth = ExternalAuth(
         "endpoints/default/auth/80", "auth.example", "/check?x=1",
         response_headers=("x-auth-user",),
     )  # fmt: skip
-    return Policy(external_auth=replace(auth, **changes))  # type: ignore[arg-type]
+    return Policy(external_auth=replace(auth, **changes))
 
 
 async def test_external_auth_lets_a_2xx_through_with_the_listed_headers() -> None:

@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 from coxswain_proxy.dataplane.http.phases import DONE
 from coxswain_routing import RateLimit
 
-if TYPE_CHECKING:
-    from coxswain_proxy.dataplane.http.request_cycle import RequestCycle
-
-__all__ = ["Buckets", "InFlight", "state"]
+__all__ = ["Buckets", "Counted", "InFlight", "state"]
 
 MAX_KEYS = 65536  # keys per bucket table
 MAX_CLIENTS = 4096  # client addresses per in-flight count (each holds at most `limit` cycles)
@@ -77,6 +74,15 @@ class Buckets:
         return max(1, math.ceil((1.0 - tokens) / self.rate))
 
 
+class Counted(Protocol):
+    """A request in flight, as `InFlight` holds it (a `RequestCycle`; `tables` compiles this
+    module, so it never imports the cycle's)."""
+
+    @property
+    def phase(self) -> int:
+        """Where it is in its life (`http.phases`)."""
+
+
 class InFlight:
     """The requests each client address has in flight on one rule.
 
@@ -89,9 +95,9 @@ class InFlight:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.entries: dict[bytes, list[RequestCycle]] = {}
+        self.entries: dict[bytes, list[Counted]] = {}
 
-    def admit(self, key: bytes, cycle: RequestCycle) -> bool:
+    def admit(self, key: bytes, cycle: Counted) -> bool:
         cycles = self.entries.get(key)
         if cycles is None:
             entries = self.entries
