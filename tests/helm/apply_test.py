@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 import yaml
-from helm import chart
 
 from coxswain_devkit import crds
 from coxswain_devkit.apiserver import ThreadedApiServer
+from helm import chart
 
 KUBECTL = "/usr/bin/kubectl"
 # Kinds the chart renders that the emulator does not serve yet (issue 19, item 4 grows them).

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from helm import tools
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helm import chart
 
 from coxswain_controller import cli as controller_cli
 from coxswain_controller.leader import pod as leader_pod
 from coxswain_identity import cli as identity_cli
 from coxswain_proxy import cli as proxy_cli
 from coxswain_ui import cli as ui_cli
+from helm import chart
 
 CASE_IDS = list(chart.CASES)
 Obj = dict[str, Any]

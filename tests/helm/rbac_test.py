@@ -28,8 +28,6 @@ from typing import Any
 
 import kubernetes
 import pytest
-from helm import chart
-from helm.rbac import RecordingProxy, Request, Roles, request_info
 
 from coxswain_controller.leader import election, pod
 from coxswain_controller.provisioner import resources
@@ -39,6 +37,8 @@ from coxswain_devkit import crds
 from coxswain_devkit.apiserver import ThreadedApiServer
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.processes import ServiceProcess
+from helm import chart
+from helm.rbac import RecordingProxy, Request, Roles, request_info
 
 NS = chart.NAMESPACE
 G = "gateway.networking.k8s.io"
