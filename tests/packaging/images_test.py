@@ -19,13 +19,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helm import chart
 
 from coxswain_controller import cli as controller_cli
 from coxswain_devkit.node import images
 from coxswain_identity import cli as identity_cli
 from coxswain_proxy import cli as proxy_cli
 from coxswain_ui import cli as ui_cli
+from helm import chart
 
 SERVICES = ["controller", "identity", "proxy", "ui"]
 IMAGES = Path(__file__).resolve().parents[2] / "deploy" / "images"
