@@ -309,7 +309,11 @@ class Documents:
     async def _v2(self, request: web.Request) -> web.Response:
         accept = request.headers.get("Accept", "")
         if "protobuf" in accept and "json" not in accept and "*/*" not in accept:
-            return web.Response(status=406, text="406: only application/json is served")
+            return web.Response(
+                status=406,
+                text="the emulator serves /openapi/v2 as JSON only; kubectl asks it for a kind "
+                "/openapi/v3 does not list, which is a kind the emulator does not serve",
+            )
         return _json(swagger(self._registry, self._crds()))
 
 
