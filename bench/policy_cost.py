@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coxswain_proxy.dataplane.http.policies import accesslog, gate, htpasswd
+from coxswain_proxy.dataplane.http.policies import accesslog, compiled_policy, gate, htpasswd
 from coxswain_proxy.dataplane.http.policies.affinity import Affinity, endpoint_token
 from coxswain_proxy.dataplane.upstream.picker import EndpointPicker
 from coxswain_routing import (
@@ -96,7 +96,7 @@ def _median_ns(call: Callable[[], object], rounds: int) -> float:
 
 
 def _admit(policy: Policy, cycle: _Cycle) -> Callable[[], object]:
-    compiled = gate.compile_policy(Rule(RouteId(0, "ns", "bench"), policy=policy))
+    compiled = compiled_policy.compile_policy(Rule(RouteId(0, "ns", "bench"), policy=policy))
     assert compiled is not None
     return lambda: gate.admit(cycle, None, compiled)  # type: ignore[arg-type]
 
@@ -141,7 +141,7 @@ async def measure(rounds: int) -> dict[str, float]:
     backends = (Backend(1, endpoints.key),)
     tables = _Tables(picker)
     results["affinity cookie honoured"] = _median_ns(
-        lambda: affinity.pinned(cycle, tables, backends),  # type: ignore[arg-type]
+        lambda: affinity.pinned(cycle, tables, backends),
         rounds,
     )
     with contextlib.redirect_stdout(io.StringIO()):
