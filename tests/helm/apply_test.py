@@ -6,10 +6,10 @@ read back as rendered (the Deployments' containers, the Services' selectors and 
 second apply leaving everything unchanged (an upgrade to the same values changes nothing); a
 changed value (the shared pool's replicas) is applied as a change. With the Gateway API CRDs
 installed first where the case says the cluster serves them.
-Leaves out, until the emulator serves them: the kinds it does not serve yet (RBAC's Roles,
-ClusterRoles and bindings, PodDisruptionBudgets) — the test asserts these are the only ones left
-out, and applies them as soon as the emulator's discovery lists them; schema validation
-(`--validate=false`: the emulator serves no OpenAPI); running the Deployments (the install e2e).
+Applied with kubectl's schema validation on (the emulator serves OpenAPI). Leaves out, until the
+emulator serves them: PodDisruptionBudgets — the test asserts they are the only kind left out,
+and applies them as soon as the emulator's discovery lists them; running the Deployments (the
+install e2e).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Kubectl:
     def apply(self, docs: list[Obj], directory: Path) -> str:
         path = directory / "manifests.yaml"
         path.write_text(yaml.safe_dump_all(docs))
-        return self("apply", "--validate=false", "-f", str(path))
+        return self("apply", "-f", str(path))
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def _group(doc: Obj) -> str:
 def _install(case: chart.Case, api: ThreadedApiServer, workdir: Path) -> tuple[Kubectl, list[Obj]]:
     kubectl = Kubectl(api, workdir)
     if case.gateway_api:  # a cluster that serves the Gateway API, installed beforehand
-        kubectl("apply", "--validate=false", "-f", str(Path(crds.__file__).parent / crds.STANDARD))
+        kubectl("apply", "-f", str(Path(crds.__file__).parent / crds.STANDARD))
     docs = chart.render(case, "--include-crds").docs
     definitions = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
     kubectl.apply(definitions, workdir)
