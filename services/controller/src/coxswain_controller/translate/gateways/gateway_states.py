@@ -32,9 +32,10 @@ from typing import Any
 from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.conditions import ConditionType, Reason
 from coxswain_controller.translate.gateways import listenersets
-from coxswain_controller.translate.gateways.certificates import Certificate, certificate_ref
+from coxswain_controller.translate.gateways.certificates import certificate_ref
 from coxswain_controller.translate.gateways.classes import ClassState, is_dedicated_ref
 from coxswain_controller.translate.gateways.gateway_tls import GatewayTls, read_gateway_tls
+from coxswain_controller.translate.gateways.listener_state import ListenerState
 from coxswain_controller.translate.gateways.listenersets import ListenerSetState
 from coxswain_controller.translate.guard import MALFORMED, guarded
 from coxswain_controller.translate.inputs import (
@@ -52,7 +53,7 @@ from coxswain_controller.translate.provision.infrastructure import (
 )
 from coxswain_controller.translate.result import Condition, Event
 from coxswain_controller.translate.scopes import SHARED_POOL, GatewayScope, Scope
-from coxswain_routing import ListenerProtocol, TlsMode, hostnames_overlap
+from coxswain_routing import TlsMode, hostnames_overlap
 
 __all__ = ["GatewayState", "ListenerState", "gateway_states"]
 
@@ -72,41 +73,6 @@ ROUTE_KINDS = {
 # spec.tls is honoured (issue 17: client certificates both ways, `gateway_tls`), and so is
 # spec.allowedListeners (ListenerSets, `listenersets`).
 IGNORED_FIELDS = ("addresses",)
-
-
-@dataclass(slots=True, eq=False)
-class ListenerState:
-    name: str
-    port: int
-    protocol: str
-    hostname: str
-    tls_mode: TlsMode
-    allowed_routes: Mapping[str, Any]
-    supported_kinds: tuple[str, ...]
-    served: bool = True
-    problems: list[Condition] = field(default_factory=list)  # conditions other than the defaults
-    certificates: list[Certificate] = field(default_factory=list)
-    bind_port: int = 0
-    # Its port in the shared range, also while the Gateway is dedicated (bind_ports.py).
-    shared_bind_port: int = 0
-    attached: int = 0
-    # The ListenerSet (namespace, name) it comes from; None: the Gateway's own.
-    listener_set: tuple[str, str] | None = None
-    # The namespace allowedRoutes' "Same" means: its Gateway's, or its ListenerSet's.
-    owner_namespace: str = ""
-
-    @property
-    def model_protocol(self) -> ListenerProtocol:
-        return ListenerProtocol(self.protocol)
-
-    @property
-    def wire_name(self) -> str:
-        """Its name in the snapshot: a ListenerSet's listener as `<namespace>/<set>/<name>`
-        (GEP-1713: names "MUST" be allowed to repeat across a Gateway and its ListenerSets; a
-        Gateway listener's name holds no slash)."""
-        if self.listener_set is None:
-            return self.name
-        return f"{self.listener_set[0]}/{self.listener_set[1]}/{self.name}"
 
 
 @dataclass(slots=True, eq=False)

@@ -24,15 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coxswain_controller.translate.conditions import Reason
+from coxswain_controller.translate.gateways.listener_state import ListenerState
 from coxswain_controller.translate.guard import guarded
 from coxswain_controller.translate.inputs import Inputs, Obj, created, name, namespace, spec
 from coxswain_controller.translate.result import Event
-
-if TYPE_CHECKING:
-    from coxswain_controller.translate.gateways.gateway_states import ListenerState
 
 __all__ = [
     "KIND",
