@@ -12,18 +12,20 @@ cannot be honoured refuses its key, and with it the Ingress's paths.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from coxswain_controller.translate.ingress.annotations import values
+from coxswain_controller.translate.ingress.annotations.model import (
+    BasicSpec,
+    ExternalSpec,
+    Limits,
+    Policy,
+)
+from coxswain_controller.translate.ingress.annotations.reader import Reader
 from coxswain_controller.translate.ingress.annotations.values import BadValue
 from coxswain_controller.translate.routes import wire_values
 from coxswain_routing import SameSite, SessionAffinity, parse_cidr
 from coxswain_routing._policy import SIGNIN_VARIABLES
-
-if TYPE_CHECKING:
-    from coxswain_controller.translate.ingress.annotations.groups import _Reader
-    from coxswain_controller.translate.ingress.annotations.policy import ExternalSpec, Policy
 
 __all__ = ["read_access"]
 
@@ -37,7 +39,7 @@ _VARIABLE = re.compile(r"\$[a-z_]+")
 MAX_RATE = 1_000_000
 
 
-def read_access(r: _Reader, p: Policy) -> None:
+def read_access(r: Reader, p: Policy) -> None:
     for group in (_ranges, _body, _limits, _basic, _external, _affinity):
         group(r, p)
 
@@ -54,7 +56,7 @@ def _cidrs(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _ranges(r: _Reader, p: Policy) -> None:
+def _ranges(r: Reader, p: Policy) -> None:
     allow = r.parse("whitelist-source-range", _cidrs) or ()
     if r.has("allowlist-source-range"):
         allow = r.parse("allowlist-source-range", _cidrs) or allow  # the newer name wins
@@ -69,7 +71,7 @@ def size(text: str) -> int:
     return int(found[1]) * _UNITS[found[2].lower()]
 
 
-def _body(r: _Reader, p: Policy) -> None:
+def _body(r: Reader, p: Policy) -> None:
     p.max_body_bytes = r.parse("proxy-body-size", size) or 0
 
 
@@ -77,8 +79,7 @@ def _count(text: str) -> int:
     return values.integer(text, low=0, high=MAX_RATE)
 
 
-def _limits(r: _Reader, p: Policy) -> None:
-    from coxswain_controller.translate.ingress.annotations.policy import Limits
+def _limits(r: Reader, p: Policy) -> None:
 
     rps = r.parse("limit-rps", _count) or 0
     rpm = r.parse("limit-rpm", _count) or 0
@@ -90,8 +91,7 @@ def _limits(r: _Reader, p: Policy) -> None:
     p.limits = Limits(rps, rpm, multiplier or 5, connections, exempt)
 
 
-def _basic(r: _Reader, p: Policy) -> None:
-    from coxswain_controller.translate.ingress.annotations.policy import BasicSpec
+def _basic(r: Reader, p: Policy) -> None:
 
     keys = ("auth-secret", "auth-secret-type", "auth-realm")
     if not r.has("auth-type"):
@@ -152,7 +152,7 @@ def _realm(text: str) -> str:
     return realm
 
 
-def _external(r: _Reader, p: Policy) -> None:
+def _external(r: Reader, p: Policy) -> None:
     keys = ("auth-signin", "auth-signin-redirect-param", "auth-response-headers", "auth-method")
     if not r.has("auth-url"):
         r.ignore_all(keys, "has no effect without auth-url")
@@ -173,7 +173,6 @@ def _external(r: _Reader, p: Policy) -> None:
 
 
 def _auth_url(text: str) -> ExternalSpec:
-    from coxswain_controller.translate.ingress.annotations.policy import ExternalSpec
 
     value = text.strip()
     if "$" in value:
@@ -227,7 +226,7 @@ def _header_names(text: str) -> tuple[str, ...]:
     return tuple(n.lower() for n in names)
 
 
-def _affinity(r: _Reader, p: Policy) -> None:
+def _affinity(r: Reader, p: Policy) -> None:
     keys = tuple(f"session-cookie-{k}" for k in
                  ("name", "path", "max-age", "expires", "samesite", "secure"))  # fmt: skip
     kind = r.attempt("affinity", _affinity_kind)

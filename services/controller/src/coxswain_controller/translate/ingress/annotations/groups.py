@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from coxswain_controller.translate.ingress.annotations import access, values
-from coxswain_controller.translate.ingress.annotations.catalog import CATALOG, PREFIX, Fate
+from coxswain_controller.translate.ingress.annotations.catalog import CATALOG
+from coxswain_controller.translate.ingress.annotations.model import Canary, Policy
+from coxswain_controller.translate.ingress.annotations.reader import Reader
 from coxswain_controller.translate.ingress.annotations.values import BadValue
 from coxswain_controller.translate.routes import wire_values
-
-if TYPE_CHECKING:
-    from coxswain_controller.translate.ingress.annotations.policy import Policy
 
 __all__ = ["read_all"]
 
@@ -43,66 +42,15 @@ _CAPTURE = re.compile(r"\$[1-9]")
 _SECONDS = 365 * 86400  # the largest timeout read: a year
 
 
-class _Reader:
-    """The honoured annotations of one Ingress, and the verdicts given them."""
-
-    def __init__(self, found: Mapping[str, tuple[str, str]], policy: Policy) -> None:
-        self.found = found
-        self.policy = policy
-
-    def has(self, name: str) -> bool:
-        return name in self.found
-
-    def value(self, name: str) -> str:
-        return self.found[name][0]
-
-    def verdict(self, name: str, fate: Fate, note: str) -> None:
-        from coxswain_controller.translate.ingress.annotations.policy import Verdict
-
-        value, origin = self.found[name]
-        self.policy.verdicts.append(Verdict(PREFIX + name, value, fate, note, origin))
-
-    def honour(self, name: str, note: str = "") -> None:
-        self.verdict(name, Fate.HONOURED, note or CATALOG[name].note)
-
-    def ignore(self, name: str, note: str) -> None:
-        self.verdict(name, Fate.IGNORED, note)
-
-    def bad(self, name: str, why: str) -> None:
-        self.verdict(name, Fate.REFUSED, f"the value cannot be honoured: it {why}")
-
-    def attempt(self, name: str, parser: Callable[[str], T]) -> T | None:
-        """The parsed value, not yet honoured; None when absent or refused (said so)."""
-        if not self.has(name):
-            return None
-        try:
-            return parser(self.value(name))
-        except BadValue as exc:
-            self.bad(name, str(exc))
-            return None
-
-    def parse(self, name: str, parser: Callable[[str], T]) -> T | None:
-        """The parsed value, honoured; None when absent or refused."""
-        parsed = self.attempt(name, parser)
-        if parsed is not None:
-            self.honour(name)
-        return parsed
-
-    def ignore_all(self, names: tuple[str, ...], note: str) -> None:
-        for name in names:
-            if self.has(name):
-                self.ignore(name, note)
-
-
 def read_all(found: Mapping[str, tuple[str, str]], policy: Policy, *, canary: bool) -> None:
-    reader = _Reader(found, policy)
+    reader = Reader(found, policy)
     for group in (_rewrite, _ssl_redirect, _timeouts, _cors, _redirects, _headers, _backend):
         group(reader, policy)
     access.read_access(reader, policy)
     _canary(reader, policy, canary)
 
 
-def _rewrite(r: _Reader, p: Policy) -> None:
+def _rewrite(r: Reader, p: Policy) -> None:
     p.use_regex = bool(r.parse("use-regex", values.boolean))
     p.rewrite_target = r.parse("rewrite-target", _rewrite_target) or ""
     p.app_root = r.parse("app-root", _app_root) or ""
@@ -130,13 +78,13 @@ def _app_root(text: str) -> str:
     return root
 
 
-def _ssl_redirect(r: _Reader, p: Policy) -> None:
+def _ssl_redirect(r: Reader, p: Policy) -> None:
     ssl = r.parse("ssl-redirect", values.boolean)
     p.ssl_redirect = True if ssl is None else ssl
     p.force_ssl_redirect = bool(r.parse("force-ssl-redirect", values.boolean))
 
 
-def _timeouts(r: _Reader, p: Policy) -> None:
+def _timeouts(r: Reader, p: Policy) -> None:
     def seconds(text: str) -> int:
         return values.integer(text, low=1, high=_SECONDS)
 
@@ -145,7 +93,7 @@ def _timeouts(r: _Reader, p: Policy) -> None:
     p.backend_request_ms = max(read, send) * 1000
 
 
-def _cors(r: _Reader, p: Policy) -> None:
+def _cors(r: Reader, p: Policy) -> None:
     keys = tuple(CORS_DEFAULTS)
     if not r.parse("enable-cors", values.boolean):
         r.ignore_all(keys, 'has no effect without enable-cors: "true"')
@@ -219,7 +167,7 @@ def _safely(parser: Callable[[str], T], text: str, problems: dict[str, str], key
         return None
 
 
-def _redirects(r: _Reader, p: Policy) -> None:
+def _redirects(r: Reader, p: Policy) -> None:
     for kind, default in (("temporal", 302), ("permanent", 301)):
         name, code_name = f"{kind}-redirect", f"{kind}-redirect-code"
         if not r.has(name):
@@ -232,7 +180,7 @@ def _redirects(r: _Reader, p: Policy) -> None:
         p.redirect = _redirect(r, name, code_name, default)
 
 
-def _redirect(r: _Reader, name: str, code_name: str, default: int) -> dict[str, Any] | None:
+def _redirect(r: Reader, name: str, code_name: str, default: int) -> dict[str, Any] | None:
     target = r.attempt(name, values.url)
     code = r.attempt(code_name, _status) if r.has(code_name) else default
     if target is None or code is None:
@@ -263,7 +211,7 @@ def _status(text: str) -> int:
     return code
 
 
-def _headers(r: _Reader, p: Policy) -> None:
+def _headers(r: Reader, p: Policy) -> None:
     p.upstream_vhost = r.parse("upstream-vhost", _vhost) or ""
     p.forwarded_prefix = r.parse("x-forwarded-prefix", _header_value) or ""
 
@@ -284,7 +232,7 @@ def _header_value(text: str) -> str:
     return value
 
 
-def _backend(r: _Reader, p: Policy) -> None:
+def _backend(r: Reader, p: Policy) -> None:
     p.protocol = r.parse("backend-protocol", _protocol) or ""
 
 
@@ -297,8 +245,7 @@ def _protocol(text: str) -> str:
     return protocol
 
 
-def _canary(r: _Reader, p: Policy, canary: bool) -> None:
-    from coxswain_controller.translate.ingress.annotations.policy import Canary
+def _canary(r: Reader, p: Policy, canary: bool) -> None:
 
     keys = (
         "canary-weight",
@@ -328,7 +275,7 @@ def _cookie_name(text: str) -> str:
     return name
 
 
-def _canary_values(r: _Reader, header: str) -> tuple[str, str]:
+def _canary_values(r: Reader, header: str) -> tuple[str, str]:
     pair = ("canary-by-header-value", "canary-by-header-pattern")
     if not header:
         r.ignore_all(pair, "has no effect without canary-by-header")
