@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from coxswain_routing import _values
+from coxswain_routing._problem import Problem
 
 if TYPE_CHECKING:
     from coxswain_routing._policy import Policy
@@ -67,14 +68,6 @@ __all__ = [
     "WildcardScope",
     "endpoint_set_key",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One reason a value cannot be served, naming the field at fault."""
-
-    field: str  # dotted path to the offending field, e.g. "matches[0].path.value"
-    message: str
 
 
 # ---------------------------------------------------------------------------------------------

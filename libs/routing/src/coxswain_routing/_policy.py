@@ -35,7 +35,7 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from coxswain_routing import _values
-from coxswain_routing._model import Problem
+from coxswain_routing._problem import Problem
 
 __all__ = [
     "BasicAuth",

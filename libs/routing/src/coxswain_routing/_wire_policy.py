@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from coxswain_proto.gen.coxswain.discovery import v1 as pb
 from coxswain_routing import _policy as p
-from coxswain_routing._wire_rules import back
+from coxswain_routing._wire_tables import back
 
 __all__ = ["policy_back", "policy_to_wire"]
 

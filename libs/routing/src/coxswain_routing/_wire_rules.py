@@ -6,11 +6,10 @@ shift the other.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from typing import TypeVar
-
 from coxswain_proto.gen.coxswain.discovery import v1 as pb
 from coxswain_routing import _model as m
+from coxswain_routing import _wire_policy
+from coxswain_routing._wire_tables import UnsafeValue, WireError, back, invert
 
 __all__ = [
     "UnsafeValue",
@@ -29,30 +28,6 @@ __all__ = [
     "TLS_MODE",
     "TLS_MODE_BACK",
 ]
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V", bound=Hashable)
-
-
-class WireError(ValueError):
-    """A wire resource the model cannot represent (a newer controller, or corruption)."""
-
-
-class UnsafeValue(WireError):
-    """A wire resource holding a value that would break an HTTP head if written (a header
-    value with CR LF, a path with a space): refused whoever made it."""
-
-
-def _invert(table: Mapping[K, V]) -> dict[V, K]:
-    return {v: k for k, v in table.items()}
-
-
-def back(table: Mapping[V, K], value: V, what: str) -> K:
-    try:
-        return table[value]
-    except KeyError:
-        raise WireError(f"unknown {what} {value!r}") from None
-
 
 PROTOCOL = {
     m.ListenerProtocol.HTTP: pb.ListenerProtocol.HTTP,
@@ -91,13 +66,13 @@ _BACKEND_PROTOCOL = {
     m.BackendProtocol.WEBSOCKET: pb.BackendProtocol.WEBSOCKET,
     m.BackendProtocol.GRPC: pb.BackendProtocol.GRPC,
 }
-PROTOCOL_BACK = _invert(PROTOCOL)
-TLS_MODE_BACK = _invert(TLS_MODE)
-SCOPE_BACK = _invert(SCOPE)
-_PATH_TYPE_BACK = _invert(_PATH_TYPE)
-_VALUE_TYPE_BACK = _invert(_VALUE_TYPE)
-_MODIFIER_BACK = _invert(_MODIFIER)
-_BACKEND_PROTOCOL_BACK = _invert(_BACKEND_PROTOCOL)
+PROTOCOL_BACK = invert(PROTOCOL)
+TLS_MODE_BACK = invert(TLS_MODE)
+SCOPE_BACK = invert(SCOPE)
+_PATH_TYPE_BACK = invert(_PATH_TYPE)
+_VALUE_TYPE_BACK = invert(_VALUE_TYPE)
+_MODIFIER_BACK = invert(_MODIFIER)
+_BACKEND_PROTOCOL_BACK = invert(_BACKEND_PROTOCOL)
 
 
 # --------------------------------------------------------------------------------- matches
@@ -314,8 +289,6 @@ def backend_back(b: pb.Backend) -> m.Backend:
 
 
 # --------------------------------------------------------------------------------- rules
-
-from coxswain_routing import _wire_policy  # noqa: E402 (it reads `back` from this module)
 
 
 def rule_to_wire(r: m.Rule) -> pb.Rule:
