@@ -14,47 +14,20 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from coxswain_devkit.apiserver.kproto._decode import MAGIC, DecodeError, decode
+from coxswain_devkit.apiserver.kproto._decode import MAGIC, DecodeError, decode, unwrap
 from coxswain_devkit.apiserver.kproto._encode import EncodeError, encode
-from coxswain_devkit.apiserver.kproto._schema import SchemaError, proto_files, schema
+from coxswain_devkit.apiserver.kproto._schema import (
+    UNKNOWN,
+    SchemaError,
+    message_for,
+    proto_files,
+    schema,
+)
 
 __all__ = [
     "MAGIC", "DecodeError", "EncodeError", "SchemaError",
     "decode", "encode", "message_for", "proto_files", "schema", "unwrap", "wrap",
 ]  # fmt: skip
-
-UNKNOWN = "k8s.io.apimachinery.pkg.runtime.Unknown"
-_META = "k8s.io.apimachinery.pkg.apis.meta.v1"
-# Kinds of meta/v1 that any group's version may carry (errors, delete options, watch events).
-_META_KINDS = frozenset({"Status", "DeleteOptions", "WatchEvent"})
-
-
-def message_for(api_version: str, kind: str) -> str | None:
-    """The schema's message for objects of `kind` at `api_version`, if it has one."""
-    group, _, version = api_version.rpartition("/")
-    if kind in _META_KINDS:
-        name = f"{_META}.{kind}"
-    else:
-        name = f"k8s.io.api.{group.split('.')[0] or 'core'}.{version}.{kind}"
-    return name if name in schema() else None
-
-
-def unwrap(body: bytes) -> dict[str, Any]:
-    """A protobuf body's object, as JSON with its apiVersion and kind."""
-    if not body.startswith(MAGIC):
-        raise DecodeError("the body does not start with the protobuf magic k8s\\x00", "", UNKNOWN)
-    envelope = decode(UNKNOWN, body[len(MAGIC) :])
-    type_meta = envelope.get("typeMeta") or {}
-    api_version, kind = str(type_meta.get("apiVersion", "")), str(type_meta.get("kind", ""))
-    if envelope.get("contentEncoding"):
-        raise DecodeError("content encodings are not supported", "contentEncoding", UNKNOWN)
-    name = message_for(api_version, kind)
-    if name is None:
-        raise DecodeError(
-            f"no protobuf schema for {api_version}, Kind={kind} in the emulator", "", UNKNOWN
-        )
-    raw = base64.b64decode(envelope.get("raw", ""))
-    return {"apiVersion": api_version, "kind": kind, **decode(name, raw)}
 
 
 def wrap(doc: dict[str, Any]) -> bytes | None:

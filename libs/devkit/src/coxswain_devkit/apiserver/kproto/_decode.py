@@ -19,7 +19,7 @@ import struct
 from datetime import UTC, datetime
 from typing import Any
 
-from coxswain_devkit.apiserver.kproto._schema import Field, Message, schema
+from coxswain_devkit.apiserver.kproto._schema import UNKNOWN, Field, Message, message_for, schema
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _NUMERIC = frozenset({"bool", "int32", "int64", "uint32", "uint64"})
@@ -279,8 +279,6 @@ def _json_or_envelope(reader: _Reader, raw: bytes, where: tuple[str, str]) -> An
     if not raw:
         return None
     if raw.startswith(MAGIC):
-        from coxswain_devkit.apiserver.kproto import unwrap  # the envelope lives one level up
-
         return unwrap(raw)
     try:
         return json.loads(raw)
@@ -315,3 +313,21 @@ _SPECIAL = {
 def decode(message: str, data: bytes) -> Any:
     """The JSON form of `data`, an encoding of the schema's `message` (a full name)."""
     return _Reader(schema()).message(message, data, "")
+
+
+def unwrap(body: bytes) -> dict[str, Any]:
+    """A protobuf body's object, as JSON with its apiVersion and kind."""
+    if not body.startswith(MAGIC):
+        raise DecodeError("the body does not start with the protobuf magic k8s\\x00", "", UNKNOWN)
+    envelope = decode(UNKNOWN, body[len(MAGIC) :])
+    type_meta = envelope.get("typeMeta") or {}
+    api_version, kind = str(type_meta.get("apiVersion", "")), str(type_meta.get("kind", ""))
+    if envelope.get("contentEncoding"):
+        raise DecodeError("content encodings are not supported", "contentEncoding", UNKNOWN)
+    name = message_for(api_version, kind)
+    if name is None:
+        raise DecodeError(
+            f"no protobuf schema for {api_version}, Kind={kind} in the emulator", "", UNKNOWN
+        )
+    raw = base64.b64decode(envelope.get("raw", ""))
+    return {"apiVersion": api_version, "kind": kind, **decode(name, raw)}

@@ -136,3 +136,19 @@ def proto_files() -> list[str]:
 def schema() -> dict[str, Message]:
     package = resources.files(__package__ or "coxswain_devkit.apiserver.kproto")
     return build([package.joinpath(name).read_text() for name in proto_files()])
+
+
+UNKNOWN = "k8s.io.apimachinery.pkg.runtime.Unknown"
+_META = "k8s.io.apimachinery.pkg.apis.meta.v1"
+# Kinds of meta/v1 that any group's version may carry (errors, delete options, watch events).
+_META_KINDS = frozenset({"Status", "DeleteOptions", "WatchEvent"})
+
+
+def message_for(api_version: str, kind: str) -> str | None:
+    """The schema's message for objects of `kind` at `api_version`, if it has one."""
+    group, _, version = api_version.rpartition("/")
+    if kind in _META_KINDS:
+        name = f"{_META}.{kind}"
+    else:
+        name = f"k8s.io.api.{group.split('.')[0] or 'core'}.{version}.{kind}"
+    return name if name in schema() else None
