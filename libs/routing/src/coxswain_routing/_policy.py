@@ -16,8 +16,11 @@ What each part means on the request path, in the order the proxy applies them:
   the rule); 429 with Retry-After. The connection limit bounds the requests one client address
   has in flight on the rule at once (nginx's limit_conn counts the same).
 - `BasicAuth`: htpasswd entries (bcrypt, apr1, {SHA}); 401 with WWW-Authenticate.
-- `ExternalAuth`: the request's head sent to an auth service; 2xx lets it through (some of the
-  answer's fields copied onto it), 401 and 403 answer it (401 may redirect to a sign-in URL).
+- `ExternalAuth`: the request's head sent to an auth service, in one of two styles
+  (`AuthStyle`). ingress-nginx's auth_request: 2xx lets it through (some of the answer's fields
+  copied onto it), 401 and 403 answer it (401 may redirect to a sign-in URL). The Gateway API's
+  ExternalAuth filter (GEP-1494, Envoy's ext_authz over HTTP): 200 lets it through, any other
+  answer goes to the client as the auth service gave it.
 - `SessionAffinity`: a cookie naming the endpoint served, honoured while that endpoint is ready.
 - `CookieSplit`: a cookie whose value "always" or "never" picks a backend slot (a canary).
 - `access_log`: the proxy writes a line of JSON for each request of the rule, once answered.
@@ -38,6 +41,7 @@ from coxswain_routing import _values
 from coxswain_routing._problem import Problem
 
 __all__ = [
+    "AuthStyle",
     "BasicAuth",
     "CookieSplit",
     "ExternalAuth",
@@ -165,19 +169,39 @@ class BasicAuth:
         return _found(f"{at}.realm", problem)
 
 
+class AuthStyle(StrEnum):
+    """How an `ExternalAuth` asks its auth service, and how it reads the answer."""
+
+    # ingress-nginx's auth_request (the auth-url annotation, a CoxswainPolicy): the policy's
+    # method, Host and target; every field of the client's head beside X-Original-URL and its
+    # kin; 2xx passes, 401 and 403 answer the client, anything else is 500.
+    AUTH_REQUEST = "AuthRequest"
+    # The Gateway API's ExternalAuth filter, protocol HTTP (GEP-1494; Envoy's ext_authz over
+    # HTTP): the client's method and Host, `path` put before the client's target, Authorization
+    # and `request_headers` only, Content-Length 0; 200 passes (`response_headers` copied, or
+    # every field of the answer when it names none), any other answer goes to the client as
+    # the auth service gave it (status, fields, body).
+    EXT_AUTHZ = "ExtAuthz"
+
+
 @dataclass(frozen=True, slots=True)
 class ExternalAuth:
     endpoints: str  # the EndpointSet key of the auth service's port ("" : unresolved, 500)
-    host: str  # the Host the auth request names
-    path: str  # the auth request's target: path and query
-    method: str = "GET"
-    # Fields of a 2xx answer copied onto the request sent on (lower-cased names).
+    host: str  # AUTH_REQUEST: the Host the auth request names; EXT_AUTHZ: "" (the client's)
+    # AUTH_REQUEST: the auth request's target, path and query; EXT_AUTHZ: a path put before
+    # the client's target ("" for none).
+    path: str
+    method: str = "GET"  # AUTH_REQUEST's; EXT_AUTHZ sends the client's method
+    # Fields of a passing answer copied onto the request sent on (lower-cased names).
     response_headers: tuple[str, ...] = ()
     # On 401: a 302 to this URL (its $host, $scheme, $request_uri ... filled in), with
     # `signin_redirect_param`=<the original URL> added when it names no such parameter.
     signin: str = ""
     signin_redirect_param: str = "rd"
     timeout_ms: int = 5000  # the auth exchange's bound: past it, 500 (as nginx answers)
+    style: AuthStyle = AuthStyle.AUTH_REQUEST
+    # EXT_AUTHZ: the client's fields sent beside Authorization (lower-cased names).
+    request_headers: tuple[str, ...] = ()
 
     def validate(self, at: str) -> list[Problem]:
         problems = self.value_problems(at)
@@ -186,31 +210,51 @@ class ExternalAuth:
         return problems
 
     def value_problems(self, at: str) -> list[Problem]:
-        target = self.path.split("?", 1)[0]
-        problems = _found(f"{at}.host", _values.hostname(self.host.split(":", 1)[0]))
-        problems += _found(f"{at}.path", _values.path(target))
-        if not _values_ok(self.path):
-            problems.append(Problem(f"{at}.path", "holds characters a request target may not"))
+        problems = self._target_problems(at)
         problems += _found(f"{at}.method", _values.token(self.method, "method"))
-        for i, name in enumerate(self.response_headers):
-            problems += _found(f"{at}.responseHeaders[{i}]", _values.header_name(name))
-            if name != name.lower():
-                problems.append(Problem(f"{at}.responseHeaders[{i}]", "must be lower-cased"))
+        problems += _names(self.response_headers, f"{at}.responseHeaders")
+        problems += _names(self.request_headers, f"{at}.requestHeaders")
         problems += self._signin_problems(at)
         problems += _found(
             f"{at}.signinRedirectParam", _values.token(self.signin_redirect_param, "parameter")
         )
         return problems
 
+    def _target_problems(self, at: str) -> list[Problem]:
+        if self.style is AuthStyle.EXT_AUTHZ:
+            problems: list[Problem] = []
+            if self.host:
+                problems.append(Problem(f"{at}.host", "must be empty: the client's Host is sent"))
+            if self.path:
+                problems += _found(f"{at}.path", _values.path(self.path))
+            return problems
+        target = self.path.split("?", 1)[0]
+        problems = _found(f"{at}.host", _values.hostname(self.host.split(":", 1)[0]))
+        problems += _found(f"{at}.path", _values.path(target))
+        if not _values_ok(self.path):
+            problems.append(Problem(f"{at}.path", "holds characters a request target may not"))
+        return problems
+
     def _signin_problems(self, at: str) -> list[Problem]:
         if not self.signin:
             return []
+        if self.style is AuthStyle.EXT_AUTHZ:
+            return [Problem(f"{at}.signin", "a sign-in URL is auth_request's (AuthRequest)")]
         unknown = [v for v in _VARIABLE.findall(self.signin) if v not in SIGNIN_VARIABLES]
         if unknown:
             return [Problem(f"{at}.signin", f"names the variable {unknown[0]}, not one served")]
         if not self.signin.startswith(("http://", "https://", "/")) or not _values_ok(self.signin):
             return [Problem(f"{at}.signin", "is not an http(s) URL or an absolute path")]
         return []
+
+
+def _names(names: tuple[str, ...], at: str) -> list[Problem]:
+    problems = []
+    for i, name in enumerate(names):
+        problems += _found(f"{at}[{i}]", _values.header_name(name))
+        if name != name.lower():
+            problems.append(Problem(f"{at}[{i}]", "must be lower-cased"))
+    return problems
 
 
 def _values_ok(text: str) -> bool:

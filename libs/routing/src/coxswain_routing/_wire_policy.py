@@ -23,6 +23,11 @@ _SAME_SITE = {
     p.SameSite.NONE: pb.SameSite.NONE,
 }
 _SAME_SITE_BACK = {v: k for k, v in _SAME_SITE.items()}
+_STYLE = {
+    p.AuthStyle.AUTH_REQUEST: pb.AuthStyle.AUTH_REQUEST,
+    p.AuthStyle.EXT_AUTHZ: pb.AuthStyle.EXT_AUTHZ,
+}
+_STYLE_BACK = {v: k for k, v in _STYLE.items()}
 
 
 def _ranges(r: p.SourceRanges | None) -> pb.SourceRanges | None:
@@ -63,6 +68,8 @@ def _external(e: p.ExternalAuth | None) -> pb.ExternalAuth | None:
         signin=e.signin,
         signin_redirect_param=e.signin_redirect_param,
         timeout_ms=e.timeout_ms,
+        style=_STYLE[e.style],
+        request_headers=list(e.request_headers),
     )
 
 
@@ -76,6 +83,8 @@ def _external_back(e: pb.ExternalAuth) -> p.ExternalAuth:
         signin=e.signin,
         signin_redirect_param=e.signin_redirect_param or "rd",
         timeout_ms=e.timeout_ms or 5000,
+        style=back(_STYLE_BACK, e.style, "external auth style"),
+        request_headers=tuple(e.request_headers),
     )
 
 

@@ -1,13 +1,17 @@
 """The policy model: its checks, its merge, and its wire form.
 
 Covers `Policy.validate()` (named problems for bad CIDRs, limits, htpasswd hashes, cookie
-attributes, sign-in variables, cookie-split slots), `Policy.over` (the more specific policy
-wins part by part), round trips of generated policies through `to_wire`/`from_wire` and their
-bytes, an empty policy costing no bytes, and `UnsafeValue` for a hand-made message whose realm
-would split a head. What the proxy does with a policy is covered by its own tests.
+attributes, sign-in variables, cookie-split slots, the ext_authz style's own rules),
+`Policy.over` (the more specific policy wins part by part), round trips of generated policies
+through `to_wire`/`from_wire` and their bytes, an empty policy costing no bytes, and
+`UnsafeValue` for a hand-made message whose realm would split a head. What the proxy does with
+a policy is covered by its own tests.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -15,6 +19,7 @@ from hypothesis import strategies as st
 
 from coxswain_proto.gen.coxswain.discovery import v1 as pb
 from coxswain_routing import (
+    AuthStyle,
     Backend,
     BasicAuth,
     CookieSplit,
@@ -43,6 +48,10 @@ def _routes(policy: Policy | None) -> HostRoutes:
 
 def _problems(policy: Policy) -> list[str]:
     return [p.field for p in Rule(ID, backends=BACKENDS, policy=policy).validate()]
+
+
+def _ext_authz(**changes: Any) -> ExternalAuth:
+    return replace(ExternalAuth("e", "", "", style=AuthStyle.EXT_AUTHZ), **changes)
 
 
 @pytest.mark.parametrize(
@@ -96,6 +105,26 @@ def _problems(policy: Policy) -> list[str]:
             id="a response header not lower-cased",
         ),
         pytest.param(
+            Policy(external_auth=ExternalAuth("e", "auth", "/x", style=AuthStyle.EXT_AUTHZ)),
+            "policy.externalAuth.host",
+            id="ext_authz sends the client's Host: no Host of its own",
+        ),
+        pytest.param(
+            Policy(external_auth=ExternalAuth("e", "", "/x?y=1", style=AuthStyle.EXT_AUTHZ)),
+            "policy.externalAuth.path",
+            id="ext_authz's path is a prefix: no query",
+        ),
+        pytest.param(
+            Policy(external_auth=_ext_authz(request_headers=("x-a b",))),
+            "policy.externalAuth.requestHeaders[0]",
+            id="a request header that is no token",
+        ),
+        pytest.param(
+            Policy(external_auth=_ext_authz(signin="/in")),
+            "policy.externalAuth.signin",
+            id="a sign-in URL is auth_request's only",
+        ),
+        pytest.param(
             Policy(cookie_split=CookieSplit("c", 2, 0)),
             "policy.cookieSplit.always",
             id="a split to a slot the rule lacks",
@@ -124,6 +153,15 @@ def test_a_sound_policy_has_no_problems() -> None:
         cookie_split=CookieSplit("canary", 1, 0),
     )
     assert _problems(policy) == []
+
+
+def test_a_sound_ext_authz_has_no_problems() -> None:
+    auth = ExternalAuth(
+        "endpoints/auth/ext/9002", "", "/check", response_headers=("x-user-id",),
+        style=AuthStyle.EXT_AUTHZ, request_headers=("x-test-header", "cookie"),
+    )  # fmt: skip
+    assert _problems(Policy(external_auth=auth)) == []
+    assert _problems(Policy(external_auth=replace(auth, path=""))) == []
 
 
 def test_over_lets_the_more_specific_part_win() -> None:
@@ -177,6 +215,15 @@ def _policies() -> st.SearchStrategy[Policy]:
             st.sampled_from(("", "https://$host/start")),
             st.sampled_from(("rd", "next")),
             st.integers(1, 60_000),
+        )
+        | st.builds(
+            ExternalAuth,
+            _NAMES,
+            st.just(""),
+            st.sampled_from(("", "/auth")),
+            response_headers=st.lists(_NAMES, max_size=2).map(tuple),
+            style=st.just(AuthStyle.EXT_AUTHZ),
+            request_headers=st.lists(_NAMES, max_size=2).map(tuple),
         )
         | st.none()
     )

@@ -5,6 +5,7 @@
 
 __all__ = (
     "Ack",
+    "AuthStyle",
     "Backend",
     "BackendProtocol",
     "BasicAuth",
@@ -72,6 +73,36 @@ from ....message_pool import default_message_pool
 
 _COMPILER_VERSION = "0.10.1"
 betterproto2.check_compiler_version(_COMPILER_VERSION)
+
+
+class AuthStyle(betterproto2.Enum):
+    """
+    How an ExternalAuth asks its auth service and reads the answer (coxswain_routing.AuthStyle).
+    """
+
+    AUTH_REQUEST = 0
+    """
+    ingress-nginx's auth_request
+    """
+
+    EXT_AUTHZ = 1
+    """
+    the Gateway API's ExternalAuth filter over HTTP (GEP-1494)
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "AUTH_STYLE_AUTH_REQUEST",
+            1: "AUTH_STYLE_EXT_AUTHZ",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "AUTH_STYLE_AUTH_REQUEST": 0,
+            "AUTH_STYLE_EXT_AUTHZ": 1,
+        }
 
 
 class BackendProtocol(betterproto2.Enum):
@@ -607,12 +638,12 @@ class ExternalAuth(betterproto2.Message):
 
     host: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
     """
-    the auth request's Host
+    the auth request's Host ("" with EXT_AUTHZ: the client's)
     """
 
     path: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
     """
-    its target: path and query
+    its target: path and query (EXT_AUTHZ: a prefix)
     """
 
     method: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
@@ -622,7 +653,7 @@ class ExternalAuth(betterproto2.Message):
 
     response_headers: "list[str]" = betterproto2.field(5, betterproto2.TYPE_STRING, repeated=True)
     """
-    lower-cased; copied onto the request on 2xx
+    lower-cased; copied onto the request on a pass
     """
 
     signin: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
@@ -638,6 +669,15 @@ class ExternalAuth(betterproto2.Message):
     timeout_ms: "int" = betterproto2.field(8, betterproto2.TYPE_UINT32)
     """
     0 reads as 5000
+    """
+
+    style: "AuthStyle" = betterproto2.field(
+        9, betterproto2.TYPE_ENUM, default_factory=lambda: AuthStyle(0)
+    )
+
+    request_headers: "list[str]" = betterproto2.field(10, betterproto2.TYPE_STRING, repeated=True)
+    """
+    EXT_AUTHZ: the client's fields sent (lower-cased)
     """
 
 
