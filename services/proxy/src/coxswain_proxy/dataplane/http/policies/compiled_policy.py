@@ -14,24 +14,34 @@ from coxswain_proxy.dataplane.http.policies import basic
 from coxswain_proxy.dataplane.http.policies.access import CidrSet, SourceCheck
 from coxswain_proxy.dataplane.http.policies.affinity import Affinity
 from coxswain_proxy.dataplane.http.policies.request_limits import Buckets, InFlight, state
-from coxswain_routing import CookieSplit, ExternalAuth, Policy, RateKey, Rule
+from coxswain_routing import AuthStyle, CookieSplit, ExternalAuth, Policy, RateKey, Rule
 
 __all__ = ["Compiled", "ExternalCheck", "compile_policy"]
+
+# GEP-1494, HTTPAuthConfig.allowedHeaders: "The following headers must always be sent to the
+# authorization server, regardless of this setting: Host, Method, Path, Content-Length,
+# Authorization" (the first three are the request line and the Host the head is made with,
+# Content-Length is written by `extauthz.head`).
+_ALWAYS_SENT = frozenset({b"authorization"})
 
 
 class ExternalCheck:
     """An `ExternalAuth` compiled: the bytes that do not depend on the request."""
 
-    __slots__ = ("auth", "endpoints", "host", "target", "method", "copied", "timeout")
+    __slots__ = ("auth", "endpoints", "host", "target", "method", "copied", "timeout",
+                 "ext_authz", "sent")  # fmt: skip
 
     def __init__(self, auth: ExternalAuth) -> None:
         self.auth = auth
         self.endpoints = auth.endpoints
         self.host = auth.host.encode("latin-1")
-        self.target = auth.path.encode("latin-1")
+        self.target = auth.path.encode("latin-1")  # ext_authz: the prefix of the client's
         self.method = auth.method.encode("latin-1")
         self.copied = frozenset(name.encode("latin-1") for name in auth.response_headers)
         self.timeout = auth.timeout_ms / 1000
+        self.ext_authz = auth.style is AuthStyle.EXT_AUTHZ
+        # ext_authz: the client's fields the auth request carries.
+        self.sent = _ALWAYS_SENT | {name.encode("latin-1") for name in auth.request_headers}
 
 
 class _Rate:
@@ -88,7 +98,7 @@ def _check_pieces(policy: Policy) -> None:
         framing.value(external.host, "auth host")
         framing.value(external.path, "auth target")
         framing.name(external.method)
-        for name in external.response_headers:
+        for name in (*external.response_headers, *external.request_headers):
             framing.name(name)
         framing.value(external.signin or "-", "sign-in URL")
     if policy.affinity is not None:

@@ -16,6 +16,9 @@ What it does with the answer:
   `signin` URL turns the 401 into a 302 there, with `rd=` the original URL);
 - anything else, a failure or the time running out: 500, as nginx answers an auth_request
   that fails.
+The Gateway API's ExternalAuth filter (style `EXT_AUTHZ`) asks and reads otherwise, in
+`extauthz`; the exchange, its failures (500: the filter fails closed) and its bound are the
+same.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from urllib.parse import quote
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.http import heads
 from coxswain_proxy.dataplane.http.phases import WAITING
-from coxswain_proxy.dataplane.http.policies import answers
+from coxswain_proxy.dataplane.http.policies import answers, extauthz
 from coxswain_proxy.dataplane.http.policies.access import client_address
 from coxswain_routing import ExternalAuth
 
@@ -74,7 +77,7 @@ class AuthCall:
     """One auth exchange for one request; `done(ok)` is called once, on the event loop."""
 
     __slots__ = ("cycle", "check", "done", "upstream", "status", "found", "timer", "over",
-                 "origin", "challenge", "waiting")  # fmt: skip
+                 "origin", "challenge", "waiting", "body", "kept")  # fmt: skip
 
     def __init__(
         self, cycle: PolicedCycle, check: ExternalCheck, done: Callable[[bool], None]
@@ -90,6 +93,8 @@ class AuthCall:
         self.over = False
         self.origin: Origin | None = None
         self.waiting = False  # in the pool's queue for a connection
+        self.body: list[bytes] = []  # ext_authz: a denial's body, for the client
+        self.kept = 0  # its bytes; past `extauthz.MAX_DENIAL_BODY`, -1 (too long)
 
     def start(self, tables: Tables) -> None:
         picker = tables.endpoints.get(self.check.endpoints)
@@ -108,6 +113,8 @@ class AuthCall:
 
     def _head(self) -> bytes:
         cycle = self.cycle
+        if self.check.ext_authz:
+            return extauthz.head(cycle, self.check)
         fields = [(n, v) for n, v in cycle.headers if n.lower() not in _DROPPED]
         fields += (
             (b"x-original-url", original_url(cycle).encode("latin-1")),
@@ -129,7 +136,8 @@ class AuthCall:
             self.cycle.rt.connector.release(connection)
             return
         self.upstream = connection
-        connection.bind(self, self.check.method == b"HEAD")
+        method = self.cycle.method if self.check.ext_authz else self.check.method
+        connection.bind(self, method == b"HEAD")
         connection.write(self._head())
 
     def connect_failed(self, exc: Exception) -> None:
@@ -143,12 +151,21 @@ class AuthCall:
             return
         self.status = status
         pairs = fields.pairs()
+        if self.check.ext_authz:
+            self.found = extauthz.answer_fields(self.check, status, pairs)
+            return
         copied = self.check.copied
         self.found = [(n, v) for n, v in pairs if n.lower() in copied]
         self.challenge = heads.header(pairs, _WWW_AUTHENTICATE) if status == 401 else b""
 
     def response_body(self, body: bytes) -> None:
-        pass  # the answer's body is not the client's
+        # The answer's body is not the client's, but for an ext_authz denial's.
+        if self.check.ext_authz and self.status != 200 and self.kept >= 0:
+            self.kept += len(body)
+            if self.kept > extauthz.MAX_DENIAL_BODY:
+                self.kept, self.body = -1, []
+            else:
+                self.body.append(body)
 
     def response_trailers(self, fields: list[tuple[bytes, bytes]]) -> None:
         pass
@@ -184,7 +201,9 @@ class AuthCall:
 
     def _decide(self) -> None:
         status = self.status
-        if 200 <= status < 300:
+        if self.check.ext_authz:
+            self._ext_authz_verdict(status)
+        elif 200 <= status < 300:
             if self._finish():
                 _set_fields(self.cycle, self.found)
                 self.done(True)
@@ -200,6 +219,18 @@ class AuthCall:
             self._end(status, "the external auth service refused the request", extra)
         else:
             self._end(500, f"the external auth service answered {status}")
+
+    def _ext_authz_verdict(self, status: int) -> None:
+        if status == 200:
+            if self._finish():
+                _set_fields(self.cycle, self.found)
+                self.done(True)
+        elif self.kept < 0:
+            limit = extauthz.MAX_DENIAL_BODY
+            self._end(500, f"the external auth service's denial is over {limit} bytes")
+        elif self._finish():
+            extauthz.pass_on(self.cycle, status, self.found, b"".join(self.body))
+            self.done(False)
 
     def _finish(self) -> bool:
         """End the exchange; whether the request still waits for its verdict."""
