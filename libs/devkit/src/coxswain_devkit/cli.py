@@ -4,6 +4,7 @@
     coxswain-devkit echo --port 8080 --namespace ns --pod echo-0
     coxswain-devkit node --api-server URL [--run proxy='python coxswain-proxy.pex'] ...
     coxswain-devkit lb --api-server URL [--low-port-offset 10000]
+    coxswain-devkit grpc-call HOST:PORT --authority NAME     # one call of the gRPC echo
 
 Each runs until SIGTERM or SIGINT and logs JSON lines on stderr, among them one
 "apiserver listening" / "echo listening" line with the bound port, and "node agent started" /
@@ -27,6 +28,7 @@ import uvloop
 from coxswain_devkit import crds
 from coxswain_devkit._version import __version__
 from coxswain_devkit.apiserver import ApiServer
+from coxswain_devkit.echo import grpc_call
 from coxswain_devkit.loadbalancer import LOW_PORT_OFFSET, LoadBalancer
 from coxswain_devkit.node import NodeAgent, Settings, default_launcher
 from coxswain_service import logs
@@ -81,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         default=LOW_PORT_OFFSET,
         help="added to a port below 1024 when it cannot be bound (recorded on the Service)",
     )
+    grpc_call.add_parser(commands)
     return parser
 
 
@@ -197,6 +200,8 @@ _COMMANDS = {"apiserver": run_apiserver, "echo": run_echo, "node": run_node, "lb
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if args.command == "grpc-call":  # a client: one call, its answer on stdout, no logs
+        raise SystemExit(grpc_call.run(args))
     logs.configure("devkit", args.log_level)
     # The load balancer relays every benchmark request: on uvloop, as the proxy itself runs.
     run = uvloop.run if args.command == "lb" else asyncio.run

@@ -2,12 +2,14 @@
 
 Covers `apiserver --port 0 --gateway-api experimental --manifests DIR --kubeconfig-out PATH`
 (prints the kubeconfig path, logs "apiserver listening" with its port, serves the bundled and
-loaded CRDs to kubectl, stops cleanly on SIGTERM) and `echo --port 0` (logs "echo listening" and
-answers), and `node` with `lb` beside the emulator: a Deployment and a LoadBalancer Service
-applied with kubectl are reachable through the Service's address, `kubectl logs` reads the
-pod's output, and both stop cleanly on SIGTERM, taking the pod's process with them; a node
-killed with SIGKILL takes its pods' processes with it too (the kernel's parent-death signal). The
-emulator's, the node's and the load balancer's behaviour is tested in their own directories.
+loaded CRDs to kubectl, stops cleanly on SIGTERM), `echo --port 0` (logs "echo listening" and
+answers), `grpc-call` against an echo's gRPC port (the method, authority, metadata and pod it saw
+as JSON; an unimplemented method's status on stderr, exit 1), and `node` with `lb` beside the
+emulator: a Deployment and a LoadBalancer Service applied with kubectl are reachable through the
+Service's address, `kubectl logs` reads the pod's output, and both stop cleanly on SIGTERM, taking
+the pod's process with them; a node killed with SIGKILL takes its pods' processes with it too (the
+kernel's parent-death signal). The emulator's, the node's and the load balancer's behaviour is
+tested in their own directories.
 """
 
 from __future__ import annotations
@@ -97,6 +99,24 @@ def test_echo_process_answers(tmp_path: Path) -> None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/x", timeout=10) as response:
             seen = json.loads(response.read())
         assert (seen["path"], seen["namespace"], seen["pod"]) == ("/x", "ns", "p")
+        assert proc.stop() == 0
+
+
+def test_grpc_call_prints_what_the_grpc_echo_saw() -> None:
+    devkit = [sys.executable, "-m", "coxswain_devkit"]
+    argv = [*devkit, "echo", "--port", "0", "--grpc-port", "0", "--namespace", "ns", "--pod", "g"]
+    with ServiceProcess(argv) as proc:
+        target = f"127.0.0.1:{proc.wait_for_msg('grpc echo listening')['port']}"
+        call = [*devkit, "grpc-call", target, "--authority", "grpc.example", "-H", "X-User: ann"]
+        done = subprocess.run(call, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout)
+        assert seen["method"] == "/gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/Echo"
+        assert (seen["authority"], seen["namespace"], seen["pod"]) == ("grpc.example", "ns", "g")
+        assert seen["headers"]["x-user"] == ["ann"]
+        three = [*call[:-2], "--method", "EchoThree"]
+        failed = subprocess.run(three, capture_output=True, text=True, timeout=60, check=False)
+        assert failed.returncode == 1 and "UNIMPLEMENTED" in failed.stderr
         assert proc.stop() == 0
 
 

@@ -98,6 +98,7 @@ class EchoBackend:
     service: str
     process: ServiceProcess
     port: int = 0
+    grpc_port: int = 0  # its gRPC echo's port, when it serves one (`Stack.grpc_echoes`)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,8 @@ class Stack:
     workdir: Path
     manifests: Path | None = None
     echo_services: Sequence[tuple[str, str]] = ()  # (namespace, Service) to back with an echo
+    # Of those, the ones whose echo also serves the gRPC echo, as their Service's port "grpc".
+    grpc_echoes: Sequence[tuple[str, str]] = ()
     ports: StackPorts = field(default_factory=StackPorts)
     proxy_args: Sequence[str] = ()
     gateway_api: str = "standard"  # the Gateway API CRDs the emulator serves ("none": Ingress only)
@@ -254,6 +257,8 @@ class Stack:
             pod = f"{service}-0"
             args = ["echo", "--address", "127.0.0.1", "--port", "0"]
             args += ["--namespace", namespace, "--pod", pod]
+            if (namespace, service) in self.grpc_echoes:
+                args += ["--grpc-port", "0"]
             where = Placement(namespace, pod, "echo")
             process = self._spawn("devkit", f"echo {namespace}/{service}", *args, pod=where)
             started.append((namespace, service, process))
@@ -262,13 +267,16 @@ class Stack:
     def _wait_echoes(self, started: list[tuple[str, str, RecordedProcess]]) -> None:
         for namespace, service, process in started:
             port = int(process.wait_for_msg("echo listening", timeout=START_TIMEOUT)["port"])
-            self.echoes.append(EchoBackend(namespace, service, process, port))
+            echo = EchoBackend(namespace, service, process, port)
+            if (namespace, service) in self.grpc_echoes:
+                line = process.wait_for_msg("grpc echo listening", timeout=START_TIMEOUT)
+                echo.grpc_port = int(line["port"])
+            self.echoes.append(echo)
         with self.client() as client:
             discovery: Any = kubernetes.client.DiscoveryV1Api(client)
             for echo in self.echoes:
-                discovery.create_namespaced_endpoint_slice(
-                    echo.namespace, objects.echo_slice(echo.namespace, echo.service, echo.port)
-                )
+                piece = objects.echo_slice(echo.namespace, echo.service, echo.port, echo.grpc_port)
+                discovery.create_namespaced_endpoint_slice(echo.namespace, piece)
 
     def start_controller(
         self, name: str = "controller", *, port: int = 0, leader_election: bool = False

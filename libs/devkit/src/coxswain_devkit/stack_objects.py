@@ -114,8 +114,12 @@ def shared_proxy_slice() -> dict[str, Any]:
     }
 
 
-def echo_slice(namespace: str, service: str, port: int) -> dict[str, Any]:
-    """The EndpointSlice of a Service backed by an echo process on 127.0.0.1."""
+def echo_slice(namespace: str, service: str, port: int, grpc_port: int = 0) -> dict[str, Any]:
+    """The EndpointSlice of a Service backed by an echo process on 127.0.0.1: its port "http",
+    and "grpc" when the echo serves gRPC too."""
+    ports = [{"name": "http", "port": port, "protocol": "TCP"}]
+    if grpc_port:
+        ports.append({"name": "grpc", "port": grpc_port, "protocol": "TCP"})
     return {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -124,7 +128,7 @@ def echo_slice(namespace: str, service: str, port: int) -> dict[str, Any]:
             "labels": {"kubernetes.io/service-name": service},
         },
         "addressType": "IPv4",
-        "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
+        "ports": ports,
         "endpoints": [
             {
                 "addresses": ["127.0.0.1"],
