@@ -88,6 +88,9 @@ async def test_version_and_core_discovery(http: aiohttp.ClientSession) -> None:
         pytest.param("networking.k8s.io/v1", "ingressclasses", "IngressClass", id="ingressclass"),
         pytest.param("discovery.k8s.io/v1", "endpointslices", "EndpointSlice", id="endpointslice"),
         pytest.param("coordination.k8s.io/v1", "leases", "Lease", id="lease"),
+        pytest.param(
+            "policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", id="poddisruptionbudget"
+        ),
         pytest.param("events.k8s.io/v1", "events", "Event", id="events"),
         pytest.param("authentication.k8s.io/v1", "tokenreviews", "TokenReview", id="tokenreview"),
         pytest.param(

@@ -92,6 +92,15 @@ BUILTIN: tuple[Kind, ...] = (
     _k("networking.k8s.io", "v1", "Ingress", "ingresses", short_names=("ing",), status=True),
     _k("networking.k8s.io", "v1", "IngressClass", "ingressclasses", namespaced=False),
     _k("coordination.k8s.io", "v1", "Lease", "leases"),
+    # Stored and served only: nothing evicts Pods here, so nothing reads them but kubectl.
+    _k(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        short_names=("pdb",),
+        status=True,
+    ),
     _k(
         "authentication.k8s.io",
         "v1",

@@ -133,6 +133,14 @@ CASES = [
         id="lease-microtime",
     ),
     pytest.param(
+        "k8s.io.api.policy.v1.PodDisruptionBudget",
+        'spec { maxUnavailable { type: 0 intVal: 1 } selector { matchLabels { key: "a"'
+        ' value: "b" } } } status { disruptionsAllowed: 0 expectedPods: 2 }',
+        {"spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"a": "b"}}},
+         "status": {"disruptionsAllowed": 0, "expectedPods": 2}},
+        id="poddisruptionbudget-intorstring-and-counts-kept-at-zero",
+    ),
+    pytest.param(
         "k8s.io.api.authentication.v1.TokenReview",
         'status { authenticated: true user { username: "u" groups: "g"'
         ' extra { key: "x" value { items: "1" items: "2" } } } }',
