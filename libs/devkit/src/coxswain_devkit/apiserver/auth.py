@@ -38,6 +38,12 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 API_AUDIENCES = (ISSUER,)
 DEFAULT_EXPIRATION = 3600
 MIN_EXPIRATION = 600  # "may not specify a duration less than 10 minutes"
+# kube-apiserver's --service-account-extend-token-expiration (on by default): a Pod-bound token
+# for the API server asked for exactly 3607 s (what the kubelet asks for its kube-api-access
+# volume) is valid for a year, with a `warnafter` claim at the hour, so clients that read their
+# token once keep working.
+WARN_ONLY_EXPIRATION = 3607
+EXTENDED_EXPIRATION = 365 * 24 * 3600
 AUTH_API = "authentication.k8s.io/v1"
 AUTHENTICATED = "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
@@ -245,12 +251,26 @@ def _claims(sa: Obj, spec: dict[str, Any], now: int) -> dict[str, Any]:
     ref = spec.get("boundObjectRef") or {}
     if ref.get("kind") == "Pod":
         bound["pod"] = {"name": ref.get("name", ""), "uid": ref.get("uid", "")}
+    lifetime = spec["expirationSeconds"]
+    if _extended(spec, bound):
+        bound["warnafter"] = now + lifetime
+        lifetime = EXTENDED_EXPIRATION
     return {
         "iss": ISSUER,
         "sub": f"system:serviceaccount:{meta['namespace']}:{meta['name']}",
         "aud": spec["audiences"],
         "iat": now,
         "nbf": now,
-        "exp": now + spec["expirationSeconds"],
+        "exp": now + lifetime,
         "kubernetes.io": bound,
     }
+
+
+def _extended(spec: dict[str, Any], bound: dict[str, Any]) -> bool:
+    """Whether the token is the kubelet's kube-api-access one, which the API server extends:
+    bound to a Pod, asked for 3607 s, and for the API server's own audience."""
+    return (
+        "pod" in bound
+        and spec["expirationSeconds"] == WARN_ONLY_EXPIRATION
+        and set(spec["audiences"]) <= set(API_AUDIENCES)
+    )

@@ -3,8 +3,9 @@
 Covers a token's audiences and expiry, a review that authenticates it as
 `system:serviceaccount:<ns>:<name>` with the ServiceAccount groups, and each reason a review
 refuses: wrong audience, expired, ServiceAccount deleted, ServiceAccount recreated (new uid),
-bound Pod deleted, forged token. Also the 10-minute minimum expiry (422) and 404 for a missing
-ServiceAccount. Leaves out signature algorithms: tokens are only meant for this emulator's review.
+bound Pod deleted, forged token. Also the 10-minute minimum expiry (422), 404 for a missing
+ServiceAccount, and the kubelet's API token (Pod-bound, 3607 s) extended to a year. Leaves out
+signature algorithms: tokens are only meant for this emulator's review.
 """
 
 from __future__ import annotations
@@ -120,6 +121,37 @@ def test_default_audience_is_the_api_servers(core: Any, auth: Any, proxy_sa: Any
     ).status.token
     assert auth.create_token_review({"spec": {"token": token}}).status.authenticated is True
     assert not _review(auth, token, [AUDIENCE]).authenticated
+
+
+@pytest.mark.parametrize(
+    ("seconds", "audiences", "valid_after_two_hours"),
+    [
+        pytest.param(3607, [], True, id="kubelet-api-token-extended-to-a-year"),
+        pytest.param(3600, [], False, id="another-lifetime-not-extended"),
+        pytest.param(3607, [AUDIENCE], False, id="another-audience-not-extended"),
+    ],
+)
+def test_the_kubelets_api_token_is_extended(
+    core: Any,
+    auth: Any,
+    proxy_sa: Any,
+    clock: Any,
+    seconds: int,
+    audiences: list[str],
+    valid_after_two_hours: bool,
+) -> None:
+    """kube-apiserver's --service-account-extend-token-expiration: the status still says the
+    hour asked for, the token itself holds for a year."""
+    pod = core.create_namespaced_pod(
+        "default",
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    )
+    ref = {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": pod.metadata.uid}
+    requested = _token(core, audiences=audiences, expirationSeconds=seconds, boundObjectRef=ref)
+    assert requested.status.expiration_timestamp.timestamp() == int(clock.now) + seconds
+    clock.now += 2 * 3600
+    review = {"token": requested.status.token, **({"audiences": audiences} if audiences else {})}
+    assert auth.create_token_review({"spec": review}).status.authenticated is valid_after_two_hours
 
 
 @pytest.mark.parametrize(
