@@ -73,7 +73,9 @@ class Runtime:
             return
         self.readiness.await_("caches", "watch caches not synced yet")
         self.readiness.await_("snapshot", "no snapshot published yet")
-        self._sources = supervisor.Sources(self._client)
+        self._sources = supervisor.Sources(
+            self._client, ingress_controller=args.ingress_controller_name
+        )
         self._sources.start()
         confirm = self._start_election()
         publisher = Publisher(

@@ -1,4 +1,6 @@
-"""The cache's bookkeeping on its own: what matters, when it is synced, what a snapshot sees.
+"""The cache's bookkeeping on its own: what matters, when it is synced, what a snapshot sees,
+a table fed by several watches (the TLS Secrets and a Secret watched by name), a held watch
+holding back changes until its first list (or its release), and `follow`'s events.
 
 Plain events in, verdicts out; the reflectors that produce these events are covered against
 the emulated API server in supervisor_test.py.
@@ -108,3 +110,75 @@ def test_a_kind_keeps_its_view_until_one_of_its_objects_changes() -> None:
     assert second.of("Service") is first.of("Service")
     assert second.of("HTTPRoute") is not first.of("HTTPRoute")
     assert store.snapshot().of("HTTPRoute") is second.of("HTTPRoute")
+
+
+TLS = kinds.CORE[1]
+NAMED = kinds.referenced_secret("default", "htpasswd")
+
+
+def secret(name: str, rv: str = "1", kind: str = "Opaque") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv},
+            "type": kind, "data": {"auth": rv}}  # fmt: skip
+
+
+def test_a_secret_watched_by_name_shares_the_secret_table_with_the_tls_watch() -> None:
+    store = listed(
+        cache.Started(TLS), cache.Listed(TLS, (secret("cert", kind="kubernetes.io/tls"),), "1"),
+        cache.Started(NAMED), cache.Listed(NAMED, (secret("htpasswd"),), "2"),
+    )  # fmt: skip
+    assert set(store.snapshot().of("Secret")) == {("default", "cert"), ("default", "htpasswd")}
+    # A relist of the TLS Secrets replaces only what that watch delivered.
+    assert store.handle(cache.Listed(TLS, (), "3"))
+    assert set(store.snapshot().of("Secret")) == {("default", "htpasswd")}
+    assert not store.handle(cache.Listed(NAMED, (secret("htpasswd"),), "4"))
+    assert store.handle(cache.Listed(NAMED, (secret("htpasswd", "5"),), "5"))  # data changed
+    # Stopping the named watch takes its Secret out; the table stays, the TLS watch's.
+    assert store.handle(cache.Stopped(NAMED))
+    assert not store.snapshot().of("Secret")
+    assert "Secret" in store.snapshot().served
+
+
+def test_a_deleted_named_secret_leaves_and_a_straggler_of_a_stopped_watch_is_ignored() -> None:
+    store = listed(cache.Started(TLS), cache.Listed(TLS, (), "1"), cache.Started(NAMED),
+                   cache.Listed(NAMED, (secret("htpasswd"),), "2"))  # fmt: skip
+    assert store.handle(cache.Changed(NAMED, "DELETED", secret("htpasswd"), "3"))
+    assert not store.handle(cache.Changed(TLS, "DELETED", secret("htpasswd"), "4"))  # not its
+    store.handle(cache.Stopped(NAMED))
+    assert not store.handle(cache.Changed(NAMED, "ADDED", secret("htpasswd", "5"), "5"))
+    assert not store.snapshot().of("Secret")
+
+
+def test_a_held_watch_holds_changes_until_its_first_list() -> None:
+    store = listed(cache.Started(SERVICE), cache.Listed(SERVICE, (), "1"))
+    store.changed.clear()
+    store.handle(cache.Started(NAMED, hold=True))
+    assert store.handle(cache.Changed(SERVICE, "ADDED", obj("a"), "2"))  # it mattered...
+    assert not store.changed.is_set()  # ...but the pass waits for the Secret
+    store.handle(cache.Listed(NAMED, (secret("htpasswd"),), "3"))
+    assert store.changed.is_set()
+
+
+def test_a_late_first_list_is_released_for_changes_and_for_synced() -> None:
+    store = listed(cache.Started(SERVICE), cache.Started(NAMED, hold=True))
+    store.handle(cache.Listed(SERVICE, (obj("a"),), "1"))
+    assert not store.changed.is_set() and not store.synced.is_set()
+    store.handle(cache.Released(NAMED))
+    assert store.changed.is_set() and store.synced.is_set()
+    store.handle(cache.Listed(NAMED, (secret("htpasswd"),), "2"))  # it still lands after
+    assert ("default", "htpasswd") in store.snapshot().of("Secret")
+
+
+def test_follow_answers_in_the_same_step() -> None:
+    # The events `follow` answers with are applied before `changed` and `synced` are decided.
+    def follow(event: cache.Event, tables: Any) -> list[cache.Event]:
+        if isinstance(event, cache.Listed) and event.kind == SERVICE:
+            assert ("default", "a") in tables("Service")  # it sees the event applied
+            return [cache.Started(NAMED, hold=True)]
+        return []
+
+    store = cache.Cache(follow=follow)
+    store.handle(cache.Started(SERVICE))
+    store.handle(cache.Listed(SERVICE, (obj("a"),), "1"))
+    assert not store.synced.is_set() and not store.changed.is_set()
+    store.handle(cache.Listed(NAMED, (), "2"))
+    assert store.synced.is_set() and store.changed.is_set()

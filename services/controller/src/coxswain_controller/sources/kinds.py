@@ -37,7 +37,8 @@ class Kind:
     version: str  # the version watched
     plural: str  # the resource in the URL
     namespaced: bool  # False for cluster-scoped kinds
-    # Spec 000 grants "Secret (kubernetes.io/tls)": only those are listed and watched.
+    # Spec 000 grants "Secret (kubernetes.io/tls)": only those are listed and watched across
+    # the cluster; a Secret of another type is watched alone, by name (`referenced_secret`).
     field_selector: str = ""
     # Only the objects carrying these labels (k=v,...): the provisioner's own, of kinds the
     # controller does not otherwise read.
@@ -45,6 +46,8 @@ class Kind:
     # False where only this controller writes status (routes, Gateways, Ingress): a change to
     # it is our own write coming back, and must not trigger another rebuild.
     status_matters: bool = True
+    # Only this namespace's collection; "" for every namespace at once.
+    namespace: str = ""
 
     @property
     def api_version(self) -> str:
@@ -52,9 +55,17 @@ class Kind:
 
     @property
     def path(self) -> str:
-        """The cluster-wide collection: every namespace at once."""
+        """The collection watched: the cluster-wide one, or one namespace's."""
         prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        return f"{prefix}/{self.plural}"
+        where = f"/namespaces/{self.namespace}" if self.namespace else ""
+        return f"{prefix}{where}/{self.plural}"
+
+    @property
+    def label(self) -> str:
+        """The watch in a log line: the kind, and what narrows it."""
+        narrowed = ",".join(s for s in (self.field_selector, self.label_selector) if s)
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"{self.name}{where} ({narrowed})" if narrowed else f"{self.name}{where}"
 
 
 CORE: tuple[Kind, ...] = (
@@ -73,6 +84,16 @@ CORE: tuple[Kind, ...] = (
     Kind("Deployment", "apps", "v1", "deployments", True, label_selector=PROVISIONED),
     Kind("ServiceAccount", "", "v1", "serviceaccounts", True, label_selector=PROVISIONED),
 )
+
+
+def referenced_secret(namespace: str, name: str) -> Kind:
+    """The watch of one Secret that a basic-auth annotation or a CoxswainPolicy names
+    (`references`), in its namespace, by name: the controller reads no other Secret that is
+    not kubernetes.io/tls. A kubernetes.io/tls one is left out (`type!=`): the TLS watch
+    already holds it, so no two watches ever deliver the same Secret."""
+    selector = f"metadata.name={name},type!={TLS_SECRET_TYPE}"
+    return Kind("Secret", "", "v1", "secrets", True, field_selector=selector, namespace=namespace)
+
 
 CRD = Kind(
     "CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False

@@ -51,6 +51,9 @@ class WatchSettings:
     silence_seconds: float = 90.0
     request_timeout: float = 30.0  # any list page or discovery request
     page_size: int = 500  # objects per list page
+    # How long changes wait for the first list of a Secret basic auth has just named (the
+    # cache's hold), so that the pass seeing the reference sees the Secret too.
+    hold_seconds: float = 2.0
     backoff: backoff.Policy = field(default_factory=backoff.Policy)
 
 
@@ -92,7 +95,7 @@ class Reflector:
 
     def _restart(self, reason: str, exc: Exception | None) -> None:
         WATCH_RESTARTS.labels(kind=self.kind.name, reason=reason).inc()
-        fields = {"kind": self.kind.name, "reason": reason, "error": str(exc or "")}
+        fields = {"kind": self.kind.label, "reason": reason, "error": str(exc or "")}
         level = logging.WARNING if reason == "error" else logging.DEBUG
         log.log(level, "watch restarting", extra={"fields": fields})
 

@@ -7,6 +7,10 @@ event for the Gateway API group wakes the supervisor, which probes again and sta
 Gateway API reflectors to match: spec 002's Ingress-only mode is simply "no Gateway API kinds
 served", entered and left at run time. A stopped kind's objects leave the cache with it.
 
+Beside the kinds, one watch per Secret that basic auth names (`secrets`): the consumer's cache
+follows each event with `SecretWatches.follow`, which starts and stops them as Ingresses and
+CoxswainPolicies come to name Secrets and stop naming them.
+
 Reflectors block in the `kubernetes` client, one thread per open watch, so they get their own
 thread pool (sized for every kind at once) rather than starving the default one.
 """
@@ -21,8 +25,9 @@ from typing import Any
 from prometheus_client import Gauge
 
 from coxswain_controller.kube import api as kube
-from coxswain_controller.sources import backoff, cache, kinds, probe, reflector
+from coxswain_controller.sources import backoff, cache, kinds, probe, reflector, secrets
 from coxswain_controller.sources.reflector import WatchSettings
+from coxswain_controller.translate.inputs import Options
 from coxswain_service import tasks
 
 log = logging.getLogger(__name__)
@@ -37,11 +42,25 @@ _THREADS = len(kinds.CORE) + len(kinds.GATEWAY) + 1 + 8
 
 
 class Sources:
-    def __init__(self, client: Any, *, settings: WatchSettings | None = None) -> None:
-        self.cache = cache.Cache()
+    def __init__(
+        self,
+        client: Any,
+        *,
+        settings: WatchSettings | None = None,
+        ingress_controller: str = Options.ingress_controller,
+    ) -> None:
         self._client = client
         self._settings = settings or WatchSettings()
         self._queue: asyncio.Queue[cache.Event] = asyncio.Queue()
+        # The Secrets basic auth names: the Ingresses of `ingress_controller`'s classes, and
+        # every CoxswainPolicy.
+        self.secrets = secrets.SecretWatches(
+            client,
+            emit=self._queue.put_nowait,
+            settings=self._settings,
+            ingress_controller=ingress_controller,
+        )
+        self.cache = cache.Cache(follow=self.secrets.follow)
         self._executor = ThreadPoolExecutor(_THREADS, thread_name_prefix="coxswain-watch")
         self._reflectors: dict[str, tuple[reflector.Reflector, asyncio.Task[None]]] = {}
         self._reprobe = asyncio.Event()
@@ -66,6 +85,7 @@ class Sources:
         await tasks.cancel(*self._tasks)
         await tasks.cancel(*(task for _, task in self._reflectors.values()), *self._stopped)
         self._reflectors.clear()
+        await self.secrets.stop()
         # Not cancel_futures: the queued work is the cancelled reflectors closing their streams.
         await asyncio.to_thread(self._executor.shutdown, wait=True)
 

@@ -17,7 +17,7 @@ served Ingress lowered into rules (`lowering`), oldest first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from coxswain_controller.translate.backends.resolver import BackendResolver
@@ -44,7 +44,7 @@ from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import Rule, TlsCertificate, WildcardScope
 
-__all__ = ["Stages", "claimed_ingresses", "ingress_verdicts", "ingresses", "stages"]
+__all__ = ["Stages", "claimant", "claimed_ingresses", "ingress_verdicts", "ingresses", "stages"]
 
 LEGACY_ANNOTATION = "kubernetes.io/ingress.class"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
@@ -90,6 +90,25 @@ def claimed_ingresses(
     """The Ingresses of our classes whose parameters can be honored, oldest first (the order
     conflicts are settled in). `malformed` also receives each refused class's Events."""
     return [ingress for ingress, _, _ in _claimed(inputs, options, malformed)]
+
+
+def claimant(
+    inputs: Inputs, options: Options
+) -> Callable[[Obj], tuple[str, ClassParameters] | None]:
+    """`claimed_ingresses`' rule for one Ingress at a time: the class of ours that serves it,
+    with the class's parameters, or None (another controller's, or parameters that cannot be
+    honoured). The sources ask it of each Ingress as it changes (sources/references.py)."""
+    ours, default = _classes(inputs, options)
+    parameters = _parameters(inputs, ours)
+
+    def claim(ingress: Obj) -> tuple[str, ClassParameters] | None:
+        class_name = _class_of(ingress, ours, default)
+        if class_name is None:
+            return None
+        verdict = parameters[class_name]
+        return (class_name, verdict) if isinstance(verdict, ClassParameters) else None
+
+    return claim
 
 
 def _claimed(

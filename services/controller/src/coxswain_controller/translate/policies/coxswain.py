@@ -55,7 +55,7 @@ from coxswain_routing import (
     SourceRanges,
 )
 
-__all__ = ["KIND", "Policies", "read_policies"]
+__all__ = ["KIND", "Policies", "basic_auth_secret", "read_policies"]
 
 KIND = "CoxswainPolicy"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -237,6 +237,16 @@ def _rate(raw: Mapping[str, Any]) -> RateLimit:
         key=_KEYS[str(raw.get("key", "ClientAddress"))],
         exempt=tuple(raw.get("exempt") or ()),
     )
+
+
+def basic_auth_secret(obj: Obj) -> Key | None:
+    """The Secret a CoxswainPolicy's basicAuth reads, in its own namespace: the controller
+    watches it by name (sources/references.py). None without basicAuth, or unreadable."""
+    try:
+        raw = spec(obj).get("basicAuth")
+        return None if raw is None else (namespace(obj), str(raw["secretRef"]["name"]))
+    except (TypeError, KeyError, AttributeError):
+        return None  # read_policies says why the policy cannot be honoured
 
 
 def _basic(obj: Obj, raw: Mapping[str, Any] | None, inputs: Inputs) -> BasicAuth | None:

@@ -36,7 +36,17 @@ from coxswain_controller.translate.ingress.annotations.model import (
 )
 from coxswain_controller.translate.ingress.annotations.values import BadValue, boolean
 
-__all__ = ["BasicSpec", "Canary", "ExternalSpec", "Limits", "Policy", "Verdict", "read"]
+__all__ = [
+    "BasicSpec",
+    "Canary",
+    "ExternalSpec",
+    "Limits",
+    "SECRET_KEYS",
+    "Policy",
+    "Verdict",
+    "read",
+    "secrets_named",
+]
 
 # What ingress-nginx's canary keeps of its own (affinity and hashing): refused here as not
 # built, where the rest of a canary's annotations are ignored.
@@ -73,6 +83,17 @@ def read(
     groups.read_all(honoured, policy, canary=canary)
     policy.verdicts.sort(key=lambda v: v.key)
     return policy
+
+
+# The annotations (without the prefix) that name a Secret: an Ingress carrying none of them
+# names none, so the sources need not read the rest (`secrets_named`).
+SECRET_KEYS = ("auth-secret",)
+
+
+def secrets_named(policy: Policy) -> tuple[str, ...]:
+    """The Secrets of the Ingress's namespace its honoured annotations read (auth-secret's):
+    the controller watches each by name (sources/references.py), and no other non-TLS Secret."""
+    return (policy.basic.secret,) if policy.basic is not None else ()
 
 
 def _is_canary(values: Mapping[str, tuple[str, str]]) -> bool:
