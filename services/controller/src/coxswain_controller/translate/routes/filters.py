@@ -11,6 +11,13 @@ Every value a filter would put on the wire (header names and values, hostnames, 
 port, status, CORS lists) is checked by `wire_values` before the filter is converted; a filter
 with a malformed value is refused and not converted. Checks across a filter's values (a header
 named twice) are the model's `Rule.validate`, run on the compiled rule.
+
+ExternalAuth (`external_auth`) is not a model filter but the rule's external auth policy,
+which the proxy runs before anything else of the rule changes or answers the request: the
+auth service is asked about the request as the client sent it. So it must come before a
+RequestHeaderModifier, a URLRewrite or a RequestRedirect in the list (the Gateway API lets an
+implementation refuse an order it cannot honour, if it says so); one after a redirect has no
+request left to authorize and is reported and ignored.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ from typing import Any
 
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.conditions import Reason
+from coxswain_controller.translate.routes import external_auth
 from coxswain_controller.translate.routes.wire_values import filter_problems
 from coxswain_routing import (
     Cors,
+    ExternalAuth,
     Filter,
     PathModifier,
     PathModifierType,
@@ -39,12 +48,23 @@ __all__ = ["FilterResult", "convert_filters"]
 Problem = tuple[Reason, str]
 
 
+# The filters that change the request or answer it: ExternalAuth may not follow one.
+_BEFORE_AUTH = frozenset({"RequestHeaderModifier", "URLRewrite", "RequestRedirect"})
+# Filters a redirect ahead of them leaves nothing to do: reported and ignored.
+_AFTER_REDIRECT = {
+    "RequestHeaderModifier": "a RequestHeaderModifier after a redirect has no request to modify",
+    "ExternalAuth": "an ExternalAuth after a redirect has no request to authorize",
+}
+
+
 @dataclass
 class FilterResult:
     filters: tuple[Filter, ...] = ()
     refused: list[str] = field(default_factory=list)  # makes the route not served
-    unresolved: list[Problem] = field(default_factory=list)  # dropped mirrors: ResolvedRefs False
+    # ResolvedRefs False: dropped mirrors, an ExternalAuth whose backendRef did not resolve.
+    unresolved: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # reported and ignored
+    external_auth: ExternalAuth | None = None  # the ExternalAuth filter, for the rule's policy
 
 
 def convert_filters(
@@ -71,10 +91,14 @@ def convert_filters(
             what = f"filter type {kind or '(none)'}"
             result.refused.append(f"filters[{index}]: {what} is not supported on a {route_kind}")
             continue
-        if redirected and kind == "RequestHeaderModifier":
-            result.notes.append(
-                f"filters[{index}]: a RequestHeaderModifier after a redirect "
-                "has no request to modify"
+        if redirected and kind in _AFTER_REDIRECT:
+            result.notes.append(f"filters[{index}]: {_AFTER_REDIRECT[kind]}")
+            continue
+        if kind == "ExternalAuth" and seen & _BEFORE_AUTH:
+            result.refused.append(
+                f"filters[{index}]: ExternalAuth must come before "
+                f"{', '.join(sorted(seen & _BEFORE_AUTH))}: the auth service is asked about "
+                "the request as the client sent it"
             )
             continue
         converted += _convert(entry, kind, index, result, resolver, route_kind, route_namespace)
@@ -114,6 +138,17 @@ def _convert(
         )
     if kind == "CORS":
         return [_cors(entry.get("cors") or {})]
+    if kind == "ExternalAuth":
+        lowered = external_auth.lower(
+            entry.get("externalAuth") or {},
+            resolver=resolver,
+            route_kind=route_kind,
+            route_namespace=route_namespace,
+        )
+        result.refused += [f"{at}.{problem}" for problem in lowered.refused]
+        result.unresolved += lowered.unresolved
+        result.external_auth = lowered.auth
+        return []
     result.refused.append(f"{at}: filter type {kind or '(none)'} is not supported")
     return []
 

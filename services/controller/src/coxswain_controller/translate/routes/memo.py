@@ -97,4 +97,7 @@ def _endpoint_keys(rules: Iterable[Rule]) -> set[str]:
         filters = [*rule.filters, *(f for b in rule.backends for f in b.filters)]
         backends = [*rule.backends, *(f.backend for f in filters if isinstance(f, RequestMirror))]
         keys.update(b.endpoints for b in backends if b.endpoints)
+        auth = rule.policy.external_auth if rule.policy is not None else None
+        if auth is not None and auth.endpoints:
+            keys.add(auth.endpoints)  # an ExternalAuth filter's auth service
     return keys

@@ -8,7 +8,8 @@ declares neither); everything else, backends and their filters included, is shar
 A backendRef's filters are checked against the rule's as the request meets them (spec 003
 "Filters": "filters on a backendRef apply after them"): a backendRef's RequestRedirect is held
 to the rule's URLRewrite and ResponseHeaderModifiers as a rule's own would be, and CORS, which
-is answered before any backendRef is picked, is a rule's filter only.
+is answered before any backendRef is picked, is a rule's filter only; so is ExternalAuth, which
+becomes the rule's external auth policy (`filters`, `external_auth`).
 
 Spec 003 "Backend references": "weight defaults to 1; a weight of 0 sends no traffic and drops
 the reference." "Timeouts and retry": "a zero duration bounds nothing, and backendRequest may
@@ -27,7 +28,7 @@ from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.conditions import Reason
 from coxswain_controller.translate.inputs import Obj, created, name, namespace, spec
 from coxswain_controller.translate.routes import grpcroutes
-from coxswain_controller.translate.routes.filters import convert_filters
+from coxswain_controller.translate.routes.filters import FilterResult, convert_filters
 from coxswain_routing import (
     Backend,
     Cors,
@@ -36,6 +37,7 @@ from coxswain_routing import (
     PathMatch,
     PathModifierType,
     PathType,
+    Policy,
     RequestRedirect,
     ResponseHeaderModifier,
     Retry,
@@ -98,7 +100,8 @@ def _rule(
     at = f"rules[{index}]"
     grpc = kind == grpcroutes.KIND
     matches = _matches(raw.get("matches") or [{}], grpc, at, out)
-    filtered = _filters(raw.get("filters") or [], at, _Scope(kind, ns, resolver, matches), out)
+    converted = _filters(raw.get("filters") or [], at, _Scope(kind, ns, resolver, matches), out)
+    filtered = converted.filters
     _check_prefix_rewrite(filtered, matches, at, out)
     _check_redirect(filtered, at, out)
     refs = raw.get("backendRefs") or []
@@ -113,7 +116,9 @@ def _rule(
     timeouts = Timeouts() if grpc else _timeouts(raw.get("timeouts") or {}, at, out)
     retry = Retry() if grpc else _retry(raw.get("retry"), at, out)
     rule_id = RouteId(created(route), ns, name(route), kind, index, str(raw.get("name") or ""))
-    return Rule(rule_id, matches, filtered, tuple(backends), timeouts, retry)
+    auth = converted.external_auth
+    policy = Policy(external_auth=auth) if auth is not None else None
+    return Rule(rule_id, matches, filtered, tuple(backends), timeouts, retry, policy)
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ class _Scope:
 
 def _filters(
     raw: Sequence[Mapping[str, Any]], at: str, scope: _Scope, out: RouteRules
-) -> tuple[Filter, ...]:
+) -> FilterResult:
     converted = convert_filters(
         raw,
         resolver=scope.resolver,
@@ -145,13 +150,18 @@ def _filters(
     out.refused += [f"{at}.{r}" for r in converted.refused]
     out.unresolved += converted.unresolved
     out.notes += [f"{at}.{n}" for n in converted.notes]
-    return converted.filters
+    return converted
 
 
 def _backend(ref: Mapping[str, Any], at: str, scope: _Scope, out: RouteRules) -> Backend:
     """One backendRef, its filters checked against the rule's (spec 003 "Filters": "filters
     on a backendRef apply after them, to the requests that reference receives")."""
-    filters = _filters(ref.get("filters") or [], at, scope, out)
+    converted = _filters(ref.get("filters") or [], at, scope, out)
+    filters = converted.filters
+    if converted.external_auth is not None:
+        # Gateway API: ExternalAuth's "Support in HTTPRouteRule: Extended", and no support in
+        # HTTPBackendRef: the auth service is asked before any backendRef is picked.
+        out.refused.append(f"{at}: ExternalAuth is a rule's filter, not a backendRef's")
     if _rewrites_path(scope.rule_filters) and _rewrites_path(filters):
         out.refused.append(f"{at}: a rule and its backendRef may not both rewrite the path")
     if _prefix_rewrite(filters):
