@@ -392,6 +392,9 @@ class UpstreamTLS:
     # exact or "*.suffix", and URIs), and then `sni` is not what it is verified against.
     subject_alt_names: tuple[str, ...] = ()
     subject_alt_uris: tuple[str, ...] = ()
+    # Presented when the backend asks for one (an Ingress's proxy-ssl-secret), over the
+    # Gateway's spec.tls.backend certificate; None: the Gateway's, if it has one.
+    client_certificate: TlsCertificate | None = None
 
     @property
     def verifies_sans(self) -> bool:
@@ -573,24 +576,31 @@ class TlsStore:
 
 
 class ClientValidationMode(StrEnum):
-    """A Gateway's frontend validation mode (Gateway API FrontendValidationModeType)."""
+    """A Gateway's frontend validation mode (Gateway API FrontendValidationModeType), or an
+    Ingress host's (ingress-nginx's auth-tls-verify-client)."""
 
     ALLOW_VALID_ONLY = "AllowValidOnly"  # no valid client certificate: no handshake
     ALLOW_INSECURE_FALLBACK = "AllowInsecureFallback"  # every client admitted
+    # A certificate is asked for and one given must be valid; a client giving none completes
+    # its handshake, and the rules' `ClientCertificate` decide its requests (an Ingress host's).
+    ALLOW_VALID_OR_NONE = "AllowValidOrNone"
 
 
 @dataclass(frozen=True, slots=True)
 class ClientCaStore:
-    """How one HTTPS port checks its clients' certificates: the trust and the mode."""
+    """How one HTTPS port, or one TLS server name on it, checks its clients' certificates: the
+    trust and the mode. A server name's store outranks its port's for clients offering it."""
 
     bind_port: int
     ca_bundle_pem: bytes  # the whole of the trust for client certificates
     sources: tuple[str, ...] = ()  # "<Kind> <namespace>/<name>" of each CA reference; sorted
     mode: ClientValidationMode = ClientValidationMode.ALLOW_VALID_ONLY
+    server_name: str = ""  # exact or "*.suffix" (an Ingress host); "": the whole port
 
     @property
     def key(self) -> str:
-        return f"client-ca/{self.bind_port}"
+        where = f"/{self.server_name}" if self.server_name else ""
+        return f"client-ca/{self.bind_port}{where}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ What each part means on the request path, in the order the proxy applies them:
 - `SessionAffinity`: a cookie naming the endpoint served, honoured while that endpoint is ready.
 - `CookieSplit`: a cookie whose value "always" or "never" picks a backend slot (a canary).
 - `access_log`: the proxy writes a line of JSON for each request of the rule, once answered.
+- `ClientCertificate` (`_client_certificate`): the client certificate the connection's
+  handshake verified, checked before everything else (421, 400, 403) and passed on in fields.
 
 `validate()` returns named problems, as the model's other types do; `value_problems()` are the
 ones that would put something unsafe into a head (the realm, a cookie's attributes, header
@@ -38,11 +40,13 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from coxswain_routing import _values
+from coxswain_routing._client_certificate import ClientCertificate
 from coxswain_routing._problem import Problem
 
 __all__ = [
     "AuthStyle",
     "BasicAuth",
+    "ClientCertificate",
     "CookieSplit",
     "ExternalAuth",
     "HASH_SCHEMES",
@@ -323,6 +327,7 @@ class Policy:
     affinity: SessionAffinity | None = None
     cookie_split: CookieSplit | None = None
     access_log: bool = False  # the proxy writes a JSON line per request of the rule
+    client_certificate: ClientCertificate | None = None
 
     @property
     def empty(self) -> bool:
@@ -348,7 +353,7 @@ class Policy:
             problems.append(Problem(f"{at}.maxBodyBytes", "must not be negative"))
         if self.connections_per_client < 0:
             problems.append(Problem(f"{at}.connectionsPerClient", "must not be negative"))
-        for name in ("basic_auth", "external_auth", "affinity"):
+        for name in _PARTS:
             part = getattr(self, name)
             if part is not None:
                 problems += part.validate(f"{at}.{_camel(name)}")
@@ -358,11 +363,15 @@ class Policy:
 
     def value_problems(self, at: str = "policy") -> list[Problem]:
         problems: list[Problem] = []
-        for name in ("basic_auth", "external_auth", "affinity"):
+        for name in _PARTS:
             part = getattr(self, name)
             if part is not None:
                 problems += part.value_problems(f"{at}.{_camel(name)}")
         return problems
+
+
+# The parts with a validate() and a value_problems() of their own.
+_PARTS = ("basic_auth", "external_auth", "affinity", "client_certificate")
 
 
 def _camel(name: str) -> str:

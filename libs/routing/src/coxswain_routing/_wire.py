@@ -26,6 +26,8 @@ from coxswain_routing._wire_rules import (
     back,
     backend_back,
     backend_to_wire,
+    certificate_back,
+    certificate_to_wire,
     route_id_back,
     route_id_to_wire,
     rule_back,
@@ -39,6 +41,7 @@ _TRANSPORT_BACK = {v: k for k, v in _TRANSPORT.items()}
 _VALIDATION = {
     m.ClientValidationMode.ALLOW_VALID_ONLY: pb.ClientValidationMode.ALLOW_VALID_ONLY,
     m.ClientValidationMode.ALLOW_INSECURE_FALLBACK: pb.ClientValidationMode.ALLOW_INSECURE_FALLBACK,
+    m.ClientValidationMode.ALLOW_VALID_OR_NONE: pb.ClientValidationMode.ALLOW_VALID_OR_NONE,
 }
 _VALIDATION_BACK = {v: k for k, v in _VALIDATION.items()}
 
@@ -65,26 +68,8 @@ def _listener_back(x: pb.Listener) -> m.Listener:
     )
 
 
-def _certificate(c: m.TlsCertificate) -> pb.TlsCertificate:
-    return pb.TlsCertificate(
-        server_names=list(c.server_names),
-        certificate_chain_pem=c.certificate_chain_pem,
-        private_key_pem=c.private_key_pem,
-        source=c.source,
-    )
-
-
-def _certificate_back(c: pb.TlsCertificate) -> m.TlsCertificate:
-    return m.TlsCertificate(
-        server_names=tuple(c.server_names),
-        certificate_chain_pem=c.certificate_chain_pem,
-        private_key_pem=c.private_key_pem,
-        source=c.source,
-    )
-
-
 def _optional_certificate(c: m.TlsCertificate | None) -> pb.TlsCertificate | None:
-    return _certificate(c) if c is not None else None
+    return certificate_to_wire(c) if c is not None else None
 
 
 def _endpoint(e: m.Endpoint) -> pb.Endpoint:
@@ -148,7 +133,7 @@ def to_wire(resource: m.Resource) -> pb.Resource:
                 key=key,
                 tls_store=pb.TlsStore(
                     bind_port=resource.bind_port,
-                    certificates=[_certificate(c) for c in resource.certificates],
+                    certificates=[certificate_to_wire(c) for c in resource.certificates],
                     default_source=resource.default_source,
                 ),
             )
@@ -160,6 +145,7 @@ def to_wire(resource: m.Resource) -> pb.Resource:
                     ca_bundle_pem=resource.ca_bundle_pem,
                     sources=list(resource.sources),
                     mode=_VALIDATION[resource.mode],
+                    server_name=resource.server_name,
                 ),
             )
         case m.GatewayListeners():
@@ -208,15 +194,15 @@ def _body_back(r: pb.Resource) -> m.Resource:
             wildcard_scope=back(SCOPE_BACK, h.wildcard_scope, "wildcard scope"),
         )
     if (t := r.tls_store) is not None:
-        certificates = tuple(_certificate_back(c) for c in t.certificates)
+        certificates = tuple(certificate_back(c) for c in t.certificates)
         return m.TlsStore(t.bind_port, certificates, default_source=t.default_source)
     if (c := r.client_ca_store) is not None:
         mode = back(_VALIDATION_BACK, c.mode, "client validation mode")
-        return m.ClientCaStore(c.bind_port, c.ca_bundle_pem, tuple(c.sources), mode)
+        return m.ClientCaStore(c.bind_port, c.ca_bundle_pem, tuple(c.sources), mode, c.server_name)
     if (g := r.gateway_listeners) is not None:
         listeners = tuple(_listener_back(x) for x in g.listeners)
         client = g.backend_client_certificate
-        certificate = _certificate_back(client) if client is not None else None
+        certificate = certificate_back(client) if client is not None else None
         return m.GatewayListeners(g.namespace, g.name, g.generation, listeners, certificate)
     if (s := r.stream_route) is not None:
         protocol = back(PROTOCOL_BACK, s.protocol, "stream protocol")

@@ -119,6 +119,25 @@ def _split(c: p.CookieSplit | None) -> pb.CookieSplit | None:
     return None if c is None else pb.CookieSplit(cookie=c.cookie, always=c.always, never=c.never)
 
 
+def _client(c: p.ClientCertificate | None) -> pb.ClientCertificate | None:
+    if c is None:
+        return None
+    return pb.ClientCertificate(
+        store=c.store,
+        required=c.required,
+        max_chain=c.max_chain,
+        subject=c.subject,
+        pass_certificate=c.pass_certificate,
+        error_page=c.error_page,
+    )
+
+
+def _client_back(c: pb.ClientCertificate) -> p.ClientCertificate:
+    return p.ClientCertificate(
+        c.store, c.required, c.max_chain, c.subject, c.pass_certificate, c.error_page
+    )
+
+
 def policy_to_wire(x: p.Policy | None) -> pb.Policy | None:
     if x is None or x.empty:
         return None
@@ -132,6 +151,7 @@ def policy_to_wire(x: p.Policy | None) -> pb.Policy | None:
         affinity=_affinity(x.affinity),
         cookie_split=_split(x.cookie_split),
         access_log=x.access_log,
+        client_certificate=_client(x.client_certificate),
     )
 
 
@@ -139,6 +159,7 @@ def policy_back(x: pb.Policy | None) -> p.Policy | None:
     if x is None:
         return None
     r, b, e, a, c = x.source_ranges, x.basic_auth, x.external_auth, x.affinity, x.cookie_split
+    k = x.client_certificate
     policy = p.Policy(
         source_ranges=None if r is None else p.SourceRanges(tuple(r.allow), tuple(r.deny)),
         max_body_bytes=x.max_body_bytes,
@@ -151,5 +172,6 @@ def policy_back(x: pb.Policy | None) -> p.Policy | None:
         affinity=None if a is None else _affinity_back(a),
         cookie_split=None if c is None else p.CookieSplit(c.cookie, c.always, c.never),
         access_log=x.access_log,
+        client_certificate=None if k is None else _client_back(k),
     )
     return None if policy.empty else policy

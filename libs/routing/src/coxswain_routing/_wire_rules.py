@@ -17,6 +17,8 @@ __all__ = [
     "back",
     "backend_back",
     "backend_to_wire",
+    "certificate_back",
+    "certificate_to_wire",
     "rule_back",
     "rule_to_wire",
     "route_id_back",
@@ -242,27 +244,49 @@ def _filter_back(f: pb.Filter) -> m.Filter:
 # --------------------------------------------------------------------------------- backends
 
 
+def certificate_to_wire(c: m.TlsCertificate) -> pb.TlsCertificate:
+    return pb.TlsCertificate(
+        server_names=list(c.server_names),
+        certificate_chain_pem=c.certificate_chain_pem,
+        private_key_pem=c.private_key_pem,
+        source=c.source,
+    )
+
+
+def certificate_back(c: pb.TlsCertificate) -> m.TlsCertificate:
+    return m.TlsCertificate(
+        server_names=tuple(c.server_names),
+        certificate_chain_pem=c.certificate_chain_pem,
+        private_key_pem=c.private_key_pem,
+        source=c.source,
+    )
+
+
 def _tls(t: m.UpstreamTLS | None) -> pb.UpstreamTls | None:
     if t is None:
         return None
+    client = t.client_certificate
     return pb.UpstreamTls(
         sni=t.sni,
         ca_bundle_pem=t.ca_bundle_pem,
         system_roots=t.system_roots,
         subject_alt_names=list(t.subject_alt_names),
         subject_alt_uris=list(t.subject_alt_uris),
+        client_certificate=certificate_to_wire(client) if client is not None else None,
     )
 
 
 def _tls_back(t: pb.UpstreamTls | None) -> m.UpstreamTLS | None:
     if t is None:
         return None
+    client = t.client_certificate
     return m.UpstreamTLS(
         sni=t.sni,
         ca_bundle_pem=t.ca_bundle_pem,
         system_roots=t.system_roots,
         subject_alt_names=tuple(t.subject_alt_names),
         subject_alt_uris=tuple(t.subject_alt_uris),
+        client_certificate=certificate_back(client) if client is not None else None,
     )
 
 

@@ -22,6 +22,7 @@ from coxswain_routing import (
     AuthStyle,
     Backend,
     BasicAuth,
+    ClientCertificate,
     CookieSplit,
     ExternalAuth,
     HostRoutes,
@@ -128,6 +129,21 @@ def _ext_authz(**changes: Any) -> ExternalAuth:
             Policy(cookie_split=CookieSplit("c", 2, 0)),
             "policy.cookieSplit.always",
             id="a split to a slot the rule lacks",
+        ),
+        pytest.param(
+            Policy(client_certificate=ClientCertificate("tls/443")),
+            "policy.clientCertificate.store",
+            id="a client certificate checked under no ClientCaStore",
+        ),
+        pytest.param(
+            Policy(client_certificate=ClientCertificate("client-ca/443/a", subject="CN=(")),
+            "policy.clientCertificate.subject",
+            id="a subject that is no regex",
+        ),
+        pytest.param(
+            Policy(client_certificate=ClientCertificate("client-ca/443/a", error_page="/e\r\nX")),
+            "policy.clientCertificate.errorPage",
+            id="an error page that splits a head",
         ),
     ],
 )
@@ -241,6 +257,18 @@ def _policies() -> st.SearchStrategy[Policy]:
         | st.none()
     )
     split = st.builds(CookieSplit, _NAMES, st.integers(0, 1), st.integers(0, 1)) | st.none()
+    client = (
+        st.builds(
+            ClientCertificate,
+            _NAMES.map(lambda n: f"client-ca/443/{n}"),
+            st.booleans(),
+            st.integers(0, 10),
+            st.sampled_from(("", "CN=(a|b)")),
+            st.booleans(),
+            st.sampled_from(("", "https://example.com/cert-error")),
+        )
+        | st.none()
+    )
     return st.builds(
         Policy,
         ranges,
@@ -252,6 +280,7 @@ def _policies() -> st.SearchStrategy[Policy]:
         affinity,
         split,
         st.booleans(),
+        client,
     )
 
 

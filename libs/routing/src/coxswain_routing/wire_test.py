@@ -112,6 +112,13 @@ pairs = tuples(st.tuples(header_names, field_values))
 path_modifiers = st.none() | st.builds(
     PathModifier, type=st.sampled_from(PathModifierType), value=paths
 )
+certificates = st.builds(
+    TlsCertificate,
+    server_names=tuples(names),
+    certificate_chain_pem=st.binary(max_size=16),
+    private_key_pem=st.binary(max_size=16),
+    source=names,
+)
 tls = st.none() | st.builds(
     UpstreamTLS,
     sni=names,
@@ -119,6 +126,7 @@ tls = st.none() | st.builds(
     system_roots=st.booleans(),
     subject_alt_names=tuples(names),
     subject_alt_uris=tuples(names),
+    client_certificate=st.none() | certificates,
 )
 simple_filters = st.one_of(
     st.builds(RequestHeaderModifier, set=pairs, add=pairs, remove=tuples(header_names)),
@@ -172,13 +180,6 @@ rules = st.builds(
     timeouts=st.builds(Timeouts, request_ms=u32, backend_request_ms=u32),
     retry=st.builds(Retry, attempts=u32, codes=tuples(st.integers(100, 599)), backoff_ms=u32),
 )
-certificates = st.builds(
-    TlsCertificate,
-    server_names=tuples(names),
-    certificate_chain_pem=st.binary(max_size=16),
-    private_key_pem=st.binary(max_size=16),
-    source=names,
-)
 resources: st.SearchStrategy[Resource] = st.one_of(
     st.builds(
         HostRoutes,
@@ -196,6 +197,7 @@ resources: st.SearchStrategy[Resource] = st.one_of(
         ca_bundle_pem=st.binary(max_size=16),
         sources=tuples(names),
         mode=st.sampled_from(ClientValidationMode),
+        server_name=st.just("") | names,
     ),
     st.builds(
         GatewayListeners,

@@ -114,7 +114,13 @@ def _parent_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
 
 # Fields shown only when set: added after most cases were written, so the cases that leave them
 # unset read as they always did.
-_SHOWN_WHEN_SET = {("GatewayListeners", "backend_client_certificate"), ("Rule", "policy")}
+_SHOWN_WHEN_SET = {
+    ("GatewayListeners", "backend_client_certificate"),
+    ("Rule", "policy"),
+    ("UpstreamTLS", "client_certificate"),
+    ("ClientCaStore", "server_name"),
+    ("Policy", "client_certificate"),
+}
 
 
 def _plain(value: Any) -> Any:
@@ -124,7 +130,7 @@ def _plain(value: Any) -> Any:
         out |= {
             f.name: _plain(getattr(value, f.name))
             for f in dataclasses.fields(value)
-            if getattr(value, f.name) is not None or (kind, f.name) not in _SHOWN_WHEN_SET
+            if getattr(value, f.name) not in (None, "") or (kind, f.name) not in _SHOWN_WHEN_SET
         }
         return out
     if isinstance(value, Enum):

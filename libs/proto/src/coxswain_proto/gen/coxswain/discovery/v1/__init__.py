@@ -12,6 +12,7 @@ __all__ = (
     "BasicAuthUser",
     "BoundPort",
     "ClientCaStore",
+    "ClientCertificate",
     "ClientValidationMode",
     "ControllerMessage",
     "CookieSplit",
@@ -144,11 +145,18 @@ class ClientValidationMode(betterproto2.Enum):
     Every client is admitted, with a certificate or without one (no certificate is asked for).
     """
 
+    ALLOW_VALID_OR_NONE = 2
+    """
+    A certificate is asked for and one given must be valid; a client giving none is admitted,
+    and the rules' ClientCertificate policy decides its requests (an Ingress host's).
+    """
+
     @classmethod
     def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
         return {
             0: "CLIENT_VALIDATION_MODE_ALLOW_VALID_ONLY",
             1: "CLIENT_VALIDATION_MODE_ALLOW_INSECURE_FALLBACK",
+            2: "CLIENT_VALIDATION_MODE_ALLOW_VALID_OR_NONE",
         }
 
     @classmethod
@@ -156,6 +164,7 @@ class ClientValidationMode(betterproto2.Enum):
         return {
             "CLIENT_VALIDATION_MODE_ALLOW_VALID_ONLY": 0,
             "CLIENT_VALIDATION_MODE_ALLOW_INSECURE_FALLBACK": 1,
+            "CLIENT_VALIDATION_MODE_ALLOW_VALID_OR_NONE": 2,
         }
 
 
@@ -517,8 +526,56 @@ class ClientCaStore(betterproto2.Message):
         4, betterproto2.TYPE_ENUM, default_factory=lambda: ClientValidationMode(0)
     )
 
+    server_name: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    exact or "*.suffix"; "": the whole port
+    """
+
 
 default_message_pool.register_message("coxswain.discovery.v1", "ClientCaStore", ClientCaStore)
+
+
+@dataclass(eq=False, repr=False)
+class ClientCertificate(betterproto2.Message):
+    """
+    ingress-nginx's auth-tls-*: what a request's client certificate must be (see the model's
+    ClientCertificate).
+    """
+
+    store: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    the ClientCaStore key the connection was validated under
+    """
+
+    required: "bool" = betterproto2.field(2, betterproto2.TYPE_BOOL)
+    """
+    no certificate: 400 (or error_page)
+    """
+
+    max_chain: "int" = betterproto2.field(3, betterproto2.TYPE_UINT32)
+    """
+    the longest verified chain admitted; 0: any
+    """
+
+    subject: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    a regex the subject DN must contain a match of
+    """
+
+    pass_certificate: "bool" = betterproto2.field(5, betterproto2.TYPE_BOOL)
+    """
+    the PEM, URL-escaped, in ssl-client-cert
+    """
+
+    error_page: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    a 302 to it instead of the 400
+    """
+
+
+default_message_pool.register_message(
+    "coxswain.discovery.v1", "ClientCertificate", ClientCertificate
+)
 
 
 @dataclass(eq=False, repr=False)
@@ -949,6 +1006,10 @@ class Policy(betterproto2.Message):
     """
     a JSON line per request of the rule
     """
+
+    client_certificate: "ClientCertificate | None" = betterproto2.field(
+        10, betterproto2.TYPE_MESSAGE, optional=True
+    )
 
 
 default_message_pool.register_message("coxswain.discovery.v1", "Policy", Policy)
@@ -1436,6 +1497,14 @@ class UpstreamTls(betterproto2.Message):
     """
 
     subject_alt_uris: "list[str]" = betterproto2.field(5, betterproto2.TYPE_STRING, repeated=True)
+
+    client_certificate: "TlsCertificate | None" = betterproto2.field(
+        6, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    Presented when the backend asks for one (an Ingress's proxy-ssl-secret), over the
+    Gateway's backend_client_certificate; unset: the Gateway's, if it has one.
+    """
 
 
 default_message_pool.register_message("coxswain.discovery.v1", "UpstreamTls", UpstreamTls)
