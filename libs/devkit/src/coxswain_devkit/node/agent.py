@@ -13,7 +13,9 @@ Deployments, Pods and Services and every few seconds regardless. Each pass reads
    127.0.201.0/24), started when it appears, stopped in the background when it is deleted
    (each Pod carries the agent's finalizer, so it stays Terminating until its processes have
    exited), and its status written back when it changed;
-4. plays the EndpointSlice controller (`endpointslices`) for every Service with a selector.
+4. plays the EndpointSlice controller (`endpointslices`) for every Service with a selector;
+5. plays cluster DNS and kube-proxy for the Services its pods dial by name: a relay on
+   127.0.0.1 per Service port named (`service_relays`), following the slices' ready endpoints.
 `stop()` SIGTERMs every pod process and waits for each, then deletes the Pods and the Node it
 ran (their processes are gone), so nothing outlives the agent.
 """
@@ -41,6 +43,7 @@ from coxswain_devkit.node import deployments, endpointslices
 from coxswain_devkit.node.container import Settings
 from coxswain_devkit.node.logs import KubeletServer, LogBuffer
 from coxswain_devkit.node.pod import PodRuntime
+from coxswain_devkit.node.service_relays import ServiceRelays
 from coxswain_service import tasks
 
 __all__ = ["NodeAgent", "Settings", "default_launcher"]
@@ -52,6 +55,7 @@ Key = tuple[str, str]
 DEPLOYMENTS = k.path("deployments", group="apps")
 PODS = k.path("pods")
 SERVICES = k.path("services")
+SLICES = k.path("endpointslices", group="discovery.k8s.io")
 RESYNC_SECONDS = 5.0
 ROLES = ("proxy", "controller", "identity", "ui", "devkit")
 
@@ -91,6 +95,7 @@ class NodeAgent:
         self._resync = resync
         self._kubelet = KubeletServer(self._logs)
         self._changes = k.Changes(self._kube, (DEPLOYMENTS, PODS, SERVICES))
+        self._relays = ServiceRelays(self._kube)
         self._pods: dict[Key, PodRuntime] = {}
         self._retiring: dict[Key, asyncio.Task[None]] = {}
         self._stopping: dict[Key, PodRuntime] = {}  # the runtimes the retiring tasks stop
@@ -135,6 +140,7 @@ class NodeAgent:
         await asyncio.gather(*self._retiring.values(), return_exceptions=True)
         runtimes, self._pods = list(self._pods.values()), {}
         await asyncio.gather(*(rt.stop() for rt in runtimes))
+        await self._relays.close()
         try:
             await self._forget(runtimes)
         except (aiohttp.ClientError, k.ApiError, OSError) as err:
@@ -175,8 +181,11 @@ class NodeAgent:
             await self._deployment(deployment, deployments.owned(deployment, pods))
         await self._schedule(pods)
         await self._kubelet_pass(pods)
+        services = await self._kube.items(SERVICES)
         if self._slices:
-            await endpointslices.reconcile(self._kube, await self._kube.items(SERVICES), pods)
+            await endpointslices.reconcile(self._kube, services, pods)
+        if self._relays:  # after the slices are written: a relay follows them in the same pass
+            await self._relays.refresh(services, await self._kube.items(SLICES))
 
     async def _deployment(self, deployment: Obj, pods: list[Obj]) -> None:
         namespace = deployment["metadata"]["namespace"]
@@ -234,6 +243,7 @@ class NodeAgent:
             ip=ip,
             root=self.workdir / f"{key[0]}_{key[1]}_{pod['metadata']['uid'][:8]}",
             kube=self._kube,
+            relays=self._relays,
             launcher=self._launcher,
             base_env=self._base_env,
             settings=self._settings,

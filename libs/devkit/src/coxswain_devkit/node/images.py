@@ -10,7 +10,10 @@ own flags instead, so each role lists them:
   their defaults, so the materialised file can be passed when the default lies under a mount;
 - flags that default to the hostname, which is the pod's name in a pod;
 - whether it talks to the Kubernetes API (in a pod: the in-cluster configuration; here:
-  `--api-server`), and where its admin server answers `/readyz`.
+  `--kubeconfig` with the pod's ServiceAccount token, see `api_access`), and where its admin
+  server answers `/readyz`;
+- the flags naming another Service it dials by its cluster DNS name, which the node points at a
+  local relay for that Service instead (`service_relays`).
 The devkit's echo backend is runnable too (image `coxswain-devkit-echo`), a cheap pod for tests.
 """
 
@@ -35,6 +38,7 @@ class Role:
     path_flags: tuple[tuple[str, str], ...] = ()  # (flag, default file) read from mounts
     name_flags: tuple[tuple[str, str], ...] = ()  # (flag, "name"|"namespace") of the pod
     api_server: bool = False  # takes --api-server / --kubeconfig (else in-cluster config)
+    dial_flags: tuple[str, ...] = ()  # endpoints it dials, by Service DNS name in a cluster
     admin_port: tuple[str, int] | None = None  # (flag, default): where /readyz is served
     tcp_port: tuple[str, int] | None = None  # (flag, default): readiness is a TCP connect
 
@@ -47,6 +51,7 @@ ROLES: tuple[Role, ...] = (
         address_flags=("--listen-address", "--admin-address"),
         path_flags=(("--token-path", TOKEN_PATH), ("--trust-bundle-path", TRUST_BUNDLE_PATH)),
         name_flags=(("--node-id", "name"),),  # defaults to the hostname: the pod's name
+        dial_flags=("--discovery-endpoint", "--discovery-bootstrap-endpoint"),
         admin_port=("--admin-port", 9092),
     ),
     Role(
@@ -70,6 +75,7 @@ ROLES: tuple[Role, ...] = (
         image="coxswain-ui",
         script="coxswain-ui",
         address_flags=("--admin-address", "--address"),
+        dial_flags=("--controller-url",),
         admin_port=("--admin-port", 9093),
     ),
     Role(

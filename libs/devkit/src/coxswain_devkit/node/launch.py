@@ -10,7 +10,10 @@ would have given the process is passed through the service's flags (see `images`
   under a mount (the proxy's token at spec 000's `/var/run/secrets/coxswain/...`);
 - listen addresses left unset or at a wildcard get the pod's IP;
 - flags that default to the hostname get the pod's name, and a service that would use the
-  in-cluster API configuration gets `--api-server`.
+  in-cluster API configuration gets `--kubeconfig` with the pod's ServiceAccount token when the
+  pod mounts one (`api_access`), else nothing (as a pod without a token, it has no credential);
+- a Service's cluster DNS name and port in a flag it dials with becomes the address of the
+  node's relay for that Service (`service_relays`; the caller resolves `dialled` first).
 Readiness comes from the container's `readinessProbe` (httpGet or tcpSocket) if it has one, else
 from the service's own `/readyz` on its admin port (a TCP connect for the echo backend).
 """
@@ -23,10 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coxswain_devkit.node import images
+from coxswain_devkit.node import images, service_relays
 from coxswain_devkit.node.env import CannotRun, expand
+from coxswain_devkit.node.service_relays import Reference
 
-__all__ = ["Launch", "Probe", "plan", "runnable", "flag_value", "host_path", "IMAGE_ERROR"]
+__all__ = [
+    "Launch",
+    "Probe",
+    "dialled",
+    "plan",
+    "runnable",
+    "flag_value",
+    "host_path",
+    "IMAGE_ERROR",
+]
 
 Obj = dict[str, Any]
 # (mountPath, the file or directory it shows), as the container's volumeMounts declare them.
@@ -118,7 +131,9 @@ def _map_paths(args: list[str], mounts: Mounts) -> list[str]:
     return mapped
 
 
-def _service_flags(role: images.Role, args: list[str], pod: Obj, pod_ip: str, api: str) -> None:
+def _service_flags(
+    role: images.Role, args: list[str], pod: Obj, pod_ip: str, kubeconfig: str | None
+) -> None:
     for flag in role.address_flags:
         if (flag_value(args, flag) or "") in _WILDCARDS:
             _set(args, flag, pod_ip)
@@ -126,8 +141,26 @@ def _service_flags(role: images.Role, args: list[str], pod: Obj, pod_ip: str, ap
         if flag_value(args, flag) is None:
             _set(args, flag, str(pod["metadata"][field]))
     configured = flag_value(args, "--api-server") or flag_value(args, "--kubeconfig")
-    if role.api_server and configured is None:
-        _set(args, "--api-server", api)
+    if role.api_server and configured is None and kubeconfig is not None:
+        _set(args, "--kubeconfig", kubeconfig)
+
+
+def _arguments(role: images.Role, container: Obj, env: Mapping[str, str]) -> list[str]:
+    return [expand(a, env) for a in _entry_args(role, container)]
+
+
+def dialled(container: Obj, role: images.Role, env: Mapping[str, str]) -> list[Reference]:
+    """The Services (by cluster DNS name and port) the container's dial flags name."""
+    args = _arguments(role, container, env)
+    found = [flag_value(args, flag) or "" for flag in role.dial_flags]
+    return [ref for value in found for ref in service_relays.references(value)]
+
+
+def _relay_dials(role: images.Role, args: list[str], relayed: Mapping[Reference, str]) -> None:
+    for flag in role.dial_flags:
+        value = flag_value(args, flag)
+        if value:
+            _set(args, flag, service_relays.rewrite(value, dict(relayed)))
 
 
 def _port(container: Obj, port: Any) -> int:
@@ -183,18 +216,22 @@ def plan(
     base_env: Mapping[str, str],
     mounts: Mounts,
     pod_ip: str,
-    api_url: str,
+    kubeconfig: str | None,
+    relayed: Mapping[Reference, str],
     launcher: Mapping[str, Sequence[str]],
 ) -> Launch:
-    """The process for `container`, or `CannotRun` with the kubelet-style reason why not."""
+    """The process for `container`, or `CannotRun` with the kubelet-style reason why not.
+
+    `kubeconfig`: the pod's API credential, if it mounts one; `relayed`: where each Service
+    that `dialled` named is reached on this machine."""
     role = runnable(container, launcher)
-    args = [expand(a, env) for a in _entry_args(role, container)]
-    args = _map_paths(args, mounts)
+    args = _map_paths(_arguments(role, container, env), mounts)
     for flag, default in role.path_flags:
         local = host_path(default, mounts)
         if flag_value(args, flag) is None and local is not None:
             _set(args, flag, local)
-    _service_flags(role, args, pod, pod_ip, api_url)
+    _service_flags(role, args, pod, pod_ip, kubeconfig)
+    _relay_dials(role, args, relayed)
     process_env = {**base_env, "HOSTNAME": str(pod["metadata"]["name"]), **env}
     argv = (*launcher[role.launcher], *args)
     return Launch(argv, process_env, _probe(role, container, args, pod_ip))

@@ -2,9 +2,10 @@
 
 Table tests on plain values: mounts mapped to materialised files (a path flag at its default,
 an explicit path, `--flag=path`), listen addresses set to the pod IP unless explicit, the pod's
-name for hostname-default flags, `--api-server` for in-cluster services, `$(VAR)` expansion,
-`command` naming the entry point or refused, and the readiness probe chosen. Env resolution
-against ConfigMaps is covered in env_test.py; running the result, in agent_test.py.
+name for hostname-default flags, `--kubeconfig` for in-cluster services whose pod mounts a
+token (nothing when it mounts none), dialled Service names pointed at their relays, `$(VAR)`
+expansion, `command` naming the entry point or refused, and the readiness probe chosen. Env
+resolution against ConfigMaps is covered in env_test.py; running the result, in agent_test.py.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from coxswain_devkit.node import images, launch
 from coxswain_devkit.node.agent import default_launcher
 from coxswain_devkit.node.env import CannotRun, expand
 from coxswain_devkit.node.launch import Probe
+from coxswain_devkit.node.service_relays import Reference
 
 Obj = dict[str, Any]
 POD = {"metadata": {"name": "gw-abc-x1", "namespace": "edge", "uid": "u1"}}
@@ -30,7 +32,17 @@ MOUNTS = [
 ]
 
 
-def _plan(container: Obj, env: dict[str, str] | None = None) -> launch.Launch:
+KUBECONFIG = "/pods/p/serviceaccount/kubeconfig"
+LAUNCHER = {"proxy": ("py", "-m", "coxswain_proxy"), "controller": ("ctl",), "devkit": ("dk",)}
+
+
+def _plan(
+    container: Obj,
+    env: dict[str, str] | None = None,
+    *,
+    kubeconfig: str | None = KUBECONFIG,
+    relayed: dict[Reference, str] | None = None,
+) -> launch.Launch:
     return launch.plan(
         POD,
         container,
@@ -38,17 +50,14 @@ def _plan(container: Obj, env: dict[str, str] | None = None) -> launch.Launch:
         base_env={"PATH": "/bin"},
         mounts=MOUNTS,
         pod_ip=IP,
-        api_url="http://127.0.0.1:6443",
-        launcher={
-            "proxy": ("py", "-m", "coxswain_proxy"),
-            "controller": ("ctl",),
-            "devkit": ("dk",),
-        },
+        kubeconfig=kubeconfig,
+        relayed=relayed or {},
+        launcher=LAUNCHER,
     )
 
 
-def _args(container: Obj, env: dict[str, str] | None = None) -> list[str]:
-    argv = list(_plan(container, env).argv)
+def _args(container: Obj, env: dict[str, str] | None = None, **kw: Any) -> list[str]:
+    argv = list(_plan(container, env, **kw).argv)
     return argv[3:] if argv[0] == "py" else argv[1:]
 
 
@@ -97,14 +106,39 @@ def test_a_command_other_than_the_entry_point_is_refused() -> None:
     assert caught.value.reason == "CreateContainerError"
 
 
-def test_in_cluster_services_get_the_api_server() -> None:
+def test_in_cluster_services_get_the_pods_kubeconfig() -> None:
     image = "coxswain-controller:dev"
-    assert _args({"image": image, "args": ["serve"]})[-2:] == [
-        "--api-server",
-        "http://127.0.0.1:6443",
+    assert _args({"image": image, "args": ["serve"]})[-2:] == ["--kubeconfig", KUBECONFIG]
+    given = ["serve", "--api-server", "http://127.0.0.1:1"]
+    assert "--kubeconfig" not in _args({"image": image, "args": given})
+    # A pod that mounts no token gives its process no credential at all, as in a cluster.
+    assert _args({"image": image, "args": ["serve"]}, kubeconfig=None) == [
+        "serve",
+        "--admin-address",
+        IP,
+        "--discovery-address",
+        IP,
     ]
-    given = ["serve", "--kubeconfig", "/k"]
-    assert "--api-server" not in _args({"image": image, "args": given})
+
+
+def test_dialled_service_names_become_their_relays() -> None:
+    discovery = Reference("coxswain-system", "coxswain-controller-discovery", 50051)
+    args = [
+        "serve",
+        "--discovery-endpoint=https://coxswain-controller-discovery.coxswain-system.svc:50051",
+        "--discovery-bootstrap-endpoint",
+        "boot.coxswain-system.svc.cluster.local:50052,elsewhere.example:50052",
+    ]
+    container = {"image": PROXY, "args": args}
+    bootstrap = Reference("coxswain-system", "boot", 50052)
+    assert launch.dialled(container, images.ROLES[0], {}) == [discovery, bootstrap]
+    planned = _args(container, relayed={discovery: "127.0.0.1:4000"})
+    assert planned[1:4] == [
+        "--discovery-endpoint=https://127.0.0.1:4000",
+        "--discovery-bootstrap-endpoint",
+        # No relay (no such Service): left as written, as a name DNS does not answer.
+        "boot.coxswain-system.svc.cluster.local:50052,elsewhere.example:50052",
+    ]
 
 
 @pytest.mark.parametrize(

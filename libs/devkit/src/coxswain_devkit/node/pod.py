@@ -3,10 +3,13 @@
 The agent makes a `PodRuntime` for each Pod bound to its node and drops it when the Pod goes.
 The runtime first sets up the volumes (retrying while a ConfigMap or ServiceAccount is missing,
 with the pod `Pending` and the containers `ContainerCreating`), then starts every container and
-keeps the volumes fresh. `status()` is the Pod's `status` as the kubelet would write it: phase,
-podIP, conditions (Ready once every container's readiness probe passes) and containerStatuses;
-transition times move only when a condition's value does, so rewriting an unchanged status is a
-no-op for the API server and for every watcher.
+keeps the volumes (and the API token of a service that talks to the API, `api_access`) fresh.
+Each container's launch is prepared with what a pod would find around it: that token, and a
+relay on this machine for each Service it dials by name (`service_relays`).
+`status()` is the Pod's `status` as the kubelet would write it: phase, podIP, conditions (Ready
+once every container's readiness probe passes) and containerStatuses; transition times move only
+when a condition's value does, so rewriting an unchanged status is a no-op for the API server
+and for every watcher.
 """
 
 from __future__ import annotations
@@ -19,12 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from coxswain_devkit import kube as k
 from coxswain_devkit.apiserver.meta import timestamp
 from coxswain_devkit.node import env, launch
+from coxswain_devkit.node.api_access import ApiAccess
 from coxswain_devkit.node.container import Container, Settings
 from coxswain_devkit.node.env import CannotRun
 from coxswain_devkit.node.logs import LogBuffer
+from coxswain_devkit.node.service_relays import Reference, ServiceRelays
 from coxswain_devkit.node.volumes import MOUNT_WAIT, Volumes
 from coxswain_service import tasks
 
@@ -45,6 +52,7 @@ class PodRuntime:
         ip: str,
         root: Path,
         kube: k.Kube,
+        relays: ServiceRelays,
         launcher: Mapping[str, Sequence[str]],
         base_env: Mapping[str, str],
         settings: Settings,
@@ -61,7 +69,9 @@ class PodRuntime:
         self._base_env = base_env
         self._settings = settings
         self._on_change = on_change
+        self._relays = relays
         self._volumes = Volumes(pod, root, read=self._read, issue=self._issue)
+        self._api = ApiAccess(pod, root, api_url=kube.url, read=self._read, issue=self._issue)
         self._containers: list[Container] = []
         self._waiting: Obj = {"reason": MOUNT_WAIT}
         self._started = timestamp(time.time)
@@ -136,6 +146,7 @@ class PodRuntime:
     async def _sync_volumes(self) -> bool:
         try:
             await self._volumes.sync()
+            await self._api.refresh()
         except CannotRun as err:
             if self._waiting.get("message") != err.message:
                 log.info(
@@ -152,8 +163,10 @@ class PodRuntime:
         return True
 
     async def _prepare(self, spec: Obj) -> launch.Launch:
-        launch.runnable(spec, self._launcher)
+        role = launch.runnable(spec, self._launcher)
         variables = await env.resolve(self._read, self.pod, spec, self.ip)
+        kubeconfig = await self._api.kubeconfig() if role.api_server else None
+        relayed = await self._relayed(launch.dialled(spec, role, variables))
         return launch.plan(
             self.pod,
             spec,
@@ -161,9 +174,25 @@ class PodRuntime:
             base_env=self._base_env,
             mounts=self._volumes.mounts(spec),
             pod_ip=self.ip,
-            api_url=self._kube.url,
+            kubeconfig=str(kubeconfig) if kubeconfig is not None else None,
+            relayed=relayed,
             launcher=self._launcher,
         )
+
+    async def _relayed(self, refs: list[Reference]) -> dict[Reference, str]:
+        """Where each Service dialled by name is reached here (names no Service has left out)."""
+        relayed = {}
+        for ref in refs:
+            try:
+                address = await self._relays.address(ref)
+            except (k.ApiError, aiohttp.ClientError, OSError) as err:
+                raise CannotRun(
+                    "CreateContainerConfigError",
+                    f"service {ref.namespace}/{ref.service}:{ref.port} not relayed: {err}",
+                ) from err
+            if address is not None:
+                relayed[ref] = address
+        return relayed
 
     def _container_statuses(self) -> list[Obj]:
         if self._containers:

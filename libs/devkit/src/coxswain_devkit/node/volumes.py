@@ -25,7 +25,7 @@ from typing import Any
 
 from coxswain_devkit.node.env import CannotRun
 
-__all__ = ["Volumes", "MOUNT_WAIT"]
+__all__ = ["Volumes", "MOUNT_WAIT", "write_file"]
 
 Obj = dict[str, Any]
 # Reads ("configmaps" | "secrets" , namespace, name), None when absent.
@@ -39,7 +39,8 @@ REFRESH_AT = 0.8  # the kubelet renews a projected token past 80% of its lifetim
 _DOWNWARD = {"metadata.name": "name", "metadata.namespace": "namespace", "metadata.uid": "uid"}
 
 
-def _write(path: Path, data: bytes) -> None:
+def write_file(path: Path, data: bytes) -> None:
+    """Replace `path` atomically with `data`, unless it holds that already."""
     if path.exists() and path.read_bytes() == data:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +126,7 @@ class Volumes:
         if items:
             files = {str(i["path"]): files[i["key"]] for i in items if i.get("key") in files}
         for relative, data in files.items():
-            _write(where / relative, data)
+            write_file(where / relative, data)
 
     async def _token(self, where: Path, source: Obj) -> None:
         target = where / str(source.get("path", "token"))
@@ -153,7 +154,7 @@ class Volumes:
                 MOUNT_WAIT,
                 f'MountVolume.SetUp failed: serviceaccount "{account}" not found',
             )
-        _write(target, str(answer["status"]["token"]).encode())
+        write_file(target, str(answer["status"]["token"]).encode())
         self._tokens[str(target)] = time.monotonic() + REFRESH_AT * seconds
 
     def _downward(self, where: Path, source: Obj) -> None:
@@ -164,4 +165,4 @@ class Volumes:
                 raise CannotRun(
                     "CreateContainerConfigError", f"unsupported downwardAPI fieldPath {field!r}"
                 )
-            _write(where / str(item["path"]), str(meta.get(_DOWNWARD[field], "")).encode())
+            write_file(where / str(item["path"]), str(meta.get(_DOWNWARD[field], "")).encode())
