@@ -5,6 +5,9 @@ address (with the devkit load balancer's port offset where it could not bind a p
 `Stack.address`), the ports behind it are the Service's targetPorts (the shared proxy's bind
 ports) or its endpoints (a dedicated Gateway's pods), and the log commands name the Pods that
 exist: the stack's processes on node `devkit-stack`, the dedicated proxies on `devkit-node`.
+The commands for deploy/examples/demo's ingress-nginx Ingresses and its GRPCRoute name the
+hosts those manifests declare; the gRPC call goes through the script the demo wrote
+(`demo._grpc_caller`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from coxswain_devkit.stack import GATEWAY_GROUP, GATEWAY_LABEL, Stack
 __all__ = ["Served", "pods", "ready", "served"]
 
 HOST = "app.demo.example"
+GRPC_HOST = "grpc.demo.example"  # deploy/examples/demo/21-grpcroute.yaml
+NGINX = "nginx.demo.example"  # the hosts of deploy/examples/demo/50-ingress-nginx.yaml are under it
 CANARY = " -H 'X-Canary: on'"
 # Which echo backend answers `HOST` on each Gateway of deploy/examples/demo/.
 ANSWERS = {"demo": "echo-v1", "staging": "echo-staging", "dedicated": "echo-dedicated"}
@@ -151,12 +156,18 @@ def pods(client: Any) -> list[PodLine]:
 
 
 def ready(
-    stack: Stack, gateways: list[Served], pod_lines: list[PodLine], ca_file: Path, ui_url: str = ""
+    stack: Stack,
+    gateways: list[Served],
+    pod_lines: list[PodLine],
+    ca_file: Path,
+    ui_url: str = "",
+    grpc_caller: Path | None = None,
 ) -> str:
     by_name = {g.name: g for g in gateways}
     parts = [_header(stack), _ui(ui_url), _shared(by_name, ca_file)]
+    parts += [_grpc(by_name.get("demo"), grpc_caller, ca_file)]
     parts += [_dedicated(by_name.get("dedicated"))]
-    parts += [_ingress(stack), _logs(pod_lines), _status(gateways)]
+    parts += [_ingress(stack), _migrated(stack), _logs(pod_lines), _status(gateways)]
     return "\n".join(p for p in parts if p) + "\nPress Ctrl-C to stop every process.\n"
 
 
@@ -226,6 +237,28 @@ def _shared(by_name: dict[str, Served], ca_file: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _grpc(gateway: Served | None, caller: Path | None, ca_file: Path) -> str:
+    if gateway is None or caller is None:
+        return ""
+    at = {x.protocol: x.at for x in gateway.listeners if x.at is not None}
+    if "HTTP" not in at:
+        return ""
+    ip, port = at["HTTP"]
+    call = f"{caller} {ip}:{port} --authority {GRPC_HOST}"
+    lines = [
+        f"A GRPCRoute on demo/demo ({GRPC_HOST}: GrpcEcho/Echo to echo-grpc's gRPC port, adding",
+        "x-route), called with coxswain-devkit grpc-call (it prints what the backend saw):",
+        f"  {call} -H x-user:you      # gRPC over h2c: echo-grpc",
+    ]
+    if "HTTPS" in at:
+        ip, port = at["HTTPS"]
+        lines.append(
+            f"  {caller} {ip}:{port} --authority {GRPC_HOST} --cacert {ca_file}   # over TLS"
+        )
+    lines.append(f"  {call} --method EchoTwo      # no rule matches: UNIMPLEMENTED")
+    return "\n".join(lines) + "\n"
+
+
 def _dedicated(gateway: Served | None) -> str:
     if gateway is None:
         return ""
@@ -251,6 +284,33 @@ def _ingress(stack: Stack) -> str:
         "Ingress demo/legacy on the shared proxy's Ingress port:\n"
         f"  curl -s http://127.0.0.1:{port}/ -H 'Host: legacy.demo.example'\n"
     )
+
+
+def _migrated(stack: Stack) -> str:
+    base = f"http://127.0.0.1:{stack.ports.ingress_http}"
+
+    def curl(name: str, path: str = "/", *, flags: str = "-s", extra: str = "") -> str:
+        return f"curl {flags} {base}{path} -H 'Host: {name}.{NGINX}'{extra}"
+
+    codes = curl("partners", flags="-s -o /dev/null -w '%{http_code} '")
+    always = " -H 'X-Canary: always'"
+    pods = '| grep -o \'"pod": *"[^"]*"\''
+    lines = [
+        "Ingresses written for ingress-nginx, served by their annotations as they are",
+        "(deploy/examples/demo/50-ingress-nginx.yaml; their IngressClass nginx names Coxswain's",
+        "controller):",
+        f"  {curl('api', '/api/orders/7')}   # rewrite-target /$2: the path /orders/7",
+        f"  {curl('shop', extra=always)}   # canary-by-header",
+        f"  for i in $(seq 10); do {curl('shop')} \\",
+        f"      {pods}; done                          # canary-weight 20",
+        f"  for i in $(seq 7); do {codes}; done; \\",
+        f"      {curl('partners', flags='-si')} | grep -i '^retry-after'   # limit-rps 1",
+        f"  {curl('internal', flags='-si')} | head -1   # auth-type basic: 401",
+        f"  {curl('internal', flags='-s -u demo:demo')}   # and with demo:demo",
+        f"  {curl('snippet', flags='-si')} | head -1   # a snippet, refused: 404",
+        "  kubectl -n demo describe ingress nginx-snippet   # why: its InvalidAnnotation Event",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _logs(pod_lines: list[PodLine]) -> str:
