@@ -31,7 +31,7 @@ from coxswain_controller.leader import election, leadership, pod
 from coxswain_controller.provisioner import resources as provisioner_resources
 from coxswain_controller.provisioner.provisioner import Actual, Provisioner
 from coxswain_controller.publish import Publisher
-from coxswain_controller.sources import supervisor
+from coxswain_controller.sources import kinds, supervisor
 from coxswain_controller.status.events import EventRecorder
 from coxswain_controller.status.writer import StatusWriter
 from coxswain_controller.translate import Inputs, Options, scopes
@@ -74,7 +74,7 @@ class Runtime:
         self.readiness.await_("caches", "watch caches not synced yet")
         self.readiness.await_("snapshot", "no snapshot published yet")
         self._sources = supervisor.Sources(
-            self._client, ingress_controller=args.ingress_controller_name
+            self._client, ingress_controller=args.ingress_controller_name, on_access=self._access
         )
         self._sources.start()
         confirm = self._start_election()
@@ -141,6 +141,15 @@ class Runtime:
         assert self._sources is not None
         snapshot = self._sources.cache.snapshot()
         return {kind: snapshot.of(kind) for kind in provisioner_resources.KINDS}
+
+    def _access(self, kind: kinds.Kind, refused: str | None) -> None:
+        """A kind the API server refuses to list or watch (RBAC) keeps the controller unready,
+        the reason naming the verb and the resource, until the watch works again."""
+        key = f"access-{kind.name}"
+        if refused is None:
+            self.readiness.satisfy(key)
+        else:
+            self.readiness.await_(key, refused)
 
     def _start_election(self) -> Any:
         args = self.args

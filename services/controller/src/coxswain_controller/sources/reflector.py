@@ -8,7 +8,9 @@ silence"), the loop client-go's reflector runs:
   (events and BOOKMARKs both move it), so a reconnect costs no relist;
 - 410 Gone, as the watch request's status or as an ERROR event, means that resourceVersion left
   the server's window: relist;
-- any other failure waits a jittered, growing backoff and tries the same step again.
+- any other failure waits a jittered, growing backoff and tries the same step again; a 403
+  (RBAC refuses the list or the watch) is also reported (`on_access`) with the verb and the
+  server's message, so readiness names what the role lacks, and cleared once the step succeeds.
 
 The client blocks, so every request and every read of the stream runs on the supervisor's
 worker threads; the loop itself only decides. Cancelling `run` aborts the open stream, which
@@ -61,6 +63,11 @@ class Expired(Exception):
     """The resourceVersion is older than the server keeps: relist."""
 
 
+# (kind, why it is refused, or None once it is allowed again)
+AccessReport = Callable[[kinds.Kind, str | None], None]
+FORBIDDEN = 403
+
+
 class Reflector:
     def __init__(
         self,
@@ -70,8 +77,11 @@ class Reflector:
         *,
         executor: Executor,
         settings: WatchSettings,
+        on_access: AccessReport | None = None,
     ) -> None:
         self.kind = kind
+        self._on_access = on_access
+        self.refused = ""  # the last 403's reason while it stands
         self._client = client
         self._emit = emit
         self._executor = executor
@@ -91,7 +101,22 @@ class Reflector:
                 self._restart("silence", exc)
             except kube.KubeError as exc:
                 self._restart("error", exc)
+                if exc.status == FORBIDDEN:
+                    verb = "watch" if step == self._watch else "list"
+                    self._access(f"forbidden to {verb} {self._resource()}: {exc.message}")
                 await asyncio.sleep(self._backoff.next())
+
+    def _resource(self) -> str:
+        group = self.kind.group
+        return f"{self.kind.plural}.{group}" if group else self.kind.plural
+
+    def _access(self, refused: str) -> None:
+        """Report a refusal, or ("") that the kind is readable again; only changes."""
+        if refused == self.refused:
+            return
+        self.refused = refused
+        if self._on_access is not None:
+            self._on_access(self.kind, refused or None)
 
     def _restart(self, reason: str, exc: Exception | None) -> None:
         WATCH_RESTARTS.labels(kind=self.kind.name, reason=reason).inc()
@@ -116,6 +141,7 @@ class Reflector:
         self._emit(cache.Listed(self.kind, tuple(items), version))
         self.resource_version = version
         self._backoff.reset()
+        self._access("")
 
     async def _page(self, token: str) -> JSON:
         query = [("limit", str(self._settings.page_size)), *self._selector()]
@@ -180,6 +206,7 @@ class Reflector:
                 raise Expired(str(exc)) from exc
             raise
         self._backoff.reset()
+        self._access("")
         return stream
 
     def _on_event(self, event: JSON) -> None:

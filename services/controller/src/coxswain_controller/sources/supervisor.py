@@ -48,9 +48,11 @@ class Sources:
         *,
         settings: WatchSettings | None = None,
         ingress_controller: str = Options.ingress_controller,
+        on_access: reflector.AccessReport | None = None,
     ) -> None:
         self._client = client
         self._settings = settings or WatchSettings()
+        self._on_access = on_access  # each kind's 403s (and their end), for readiness
         self._queue: asyncio.Queue[cache.Event] = asyncio.Queue()
         # The Secrets basic auth names: the Ingresses of `ingress_controller`'s classes, and
         # every CoxswainPolicy.
@@ -152,6 +154,7 @@ class Sources:
                 self._queue.put_nowait,
                 executor=self._executor,
                 settings=self._settings,
+                on_access=self._on_access,
             )
             task = tasks.spawn(watcher.run(), name=f"reflector-{kind.name}")
             self._reflectors[kind.name] = (watcher, task)
@@ -161,6 +164,8 @@ class Sources:
 
     def _stop_reflector(self, name: str) -> None:
         watcher, task = self._reflectors.pop(name)
+        if watcher.refused and self._on_access is not None:
+            self._on_access(watcher.kind, None)  # not watched any more: no longer awaited
         # Cancelled before its next step, the reflector emits nothing more: Stopped comes last.
         task.cancel()
         self._stopped.add(task)
