@@ -131,6 +131,11 @@ class Runtime:
     def sources(self) -> supervisor.Sources | None:
         return self._sources
 
+    @property
+    def options(self) -> Options:
+        """What translation runs with (the operator API's migration report reads so too)."""
+        return _options(self.args)
+
     def _inputs(self) -> Inputs:
         assert self._sources is not None
         snapshot = self._sources.cache.snapshot()

@@ -19,6 +19,7 @@ from coxswain_controller.api.access import Access, Settings
 from coxswain_controller.api.context import Parts, error, send
 from coxswain_controller.api.explain import Explainer, Question
 from coxswain_controller.api.health import health
+from coxswain_controller.api.migration import Migration
 
 __all__ = ["Access", "Settings", "health", "routes"]
 
@@ -27,6 +28,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def routes(parts: Parts, access: Access) -> list[web.AbstractRouteDef]:
     explainer = Explainer(parts)
+    migration = Migration(parts)
     departures = fleet.Departures(parts.nodes)
 
     async def fleet_all(_: web.Request) -> web.Response:
@@ -88,6 +90,8 @@ def routes(parts: Parts, access: Access) -> list[web.AbstractRouteDef]:
         web.get("/api/v1/routing/routes", g("routing", route_list)),
         web.get("/api/v1/problems", g("routing", problem_list)),
         web.get("/api/v1/events", g("routing", event_list)),
+        web.get("/api/v1/migration/ingresses", g("routing", migration.answer)),
+        web.get("/api/v1/migration/ingresses/{namespace}/{name}", g("routing", migration.answer)),
         web.get("/api/v1/manifests/{kind}/{namespace}/{name}", g("manifests", manifest)),
         web.get("/api/v1/explain", g("explain", explain_get)),
         web.post("/api/v1/explain", g("explain", explain_post)),

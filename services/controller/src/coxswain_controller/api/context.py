@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from coxswain_controller.leader.leadership import Leadership
     from coxswain_controller.publish import Publisher
     from coxswain_controller.sources.supervisor import Sources
+    from coxswain_controller.translate.inputs import Options
 
 __all__ = ["Parts", "error", "rfc3339", "send"]
 
@@ -37,6 +38,9 @@ class Parts(Protocol):
 
     @property
     def sources(self) -> Sources | None: ...
+
+    @property
+    def options(self) -> Options: ...
 
 
 def rfc3339(at: float | None) -> str | None:

@@ -41,7 +41,7 @@ def health(parts: Parts) -> dict[str, Any]:
 def _sources(parts: Parts) -> dict[str, Any]:
     sources = parts.sources
     if sources is None:
-        return {"state": "absent", "gatewayApiServed": False, "kinds": {}}
+        return {"state": "absent", "gatewayApiServed": False, "kinds": {}, "referencedSecrets": 0}
     kinds = {
         name: {"synced": bool(r.resource_version), "resourceVersion": r.resource_version}
         for name, r in sorted(sources.reflectors.items())
@@ -51,6 +51,8 @@ def _sources(parts: Parts) -> dict[str, Any]:
         "state": "synced" if synced else "syncing",
         "gatewayApiServed": sources.gateway_api_served,
         "kinds": kinds,
+        # How many Secrets basic auth names, each watched alone (a count: this is open).
+        "referencedSecrets": len(sources.secrets.watched),
     }
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from coxswain_controller.translate.backends.resolver import BackendResolver
     from coxswain_controller.translate.ingress.plans import IngressPlan
 
-__all__ = ["entries", "load_secrets", "rule_policy"]
+__all__ = ["entries", "load_secrets", "rate_limits", "rule_policy"]
 
 AUTH_FILE_KEY = "auth"  # ingress-nginx's auth-file Secrets hold the htpasswd file under "auth"
 AUTH_MAP = "auth-map"
@@ -105,7 +105,7 @@ def rule_policy(
     policy = Policy(
         source_ranges=ranges,
         max_body_bytes=annotations.max_body_bytes,
-        rate_limits=_rate_limits(annotations),
+        rate_limits=rate_limits(annotations),
         connections_per_client=annotations.limits.connections,
         basic_auth=owner.basic if annotations.basic is not None else None,
         external_auth=external,
@@ -122,7 +122,7 @@ def _with_path(affinity: SessionAffinity, path: str) -> SessionAffinity:
     return replace(affinity, path=path)
 
 
-def _rate_limits(annotations: Annotations) -> tuple[RateLimit, ...]:
+def rate_limits(annotations: Annotations) -> tuple[RateLimit, ...]:
     """ingress-nginx's limit_req zones: `rate` per second or minute, a burst of rate times the
     multiplier, keyed by the client's address."""
     limits = annotations.limits

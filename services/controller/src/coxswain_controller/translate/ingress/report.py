@@ -1,7 +1,8 @@
 """The migration report: each Ingress's annotations and their fates, and its HTTPRoutes.
 
 Where it sits: `coxswain-controller translate -f FILE --migration-report` runs it over
-manifests, offline. It reads every Ingress in them, whichever class it names: one whose class is
+manifests, offline, and the controller API's `/api/v1/migration/ingresses` over the watch cache
+(api/migration.py). It reads every Ingress in them, whichever class it names: one whose class is
 not Coxswain's is read as if it were (that is the question a migration asks), under a class of
 no parameters. It runs the same stages translation does (`ingresses.stages`, `lowering`) and
 the translation itself, so what it says an Ingress gets is what Coxswain would serve.
@@ -10,9 +11,10 @@ For each Ingress: every ingress-nginx annotation with its fate (honoured, ignore
 and why), whether Coxswain would serve it, and — when it would — the Gateway API HTTPRoutes
 meaning the same: one per host, attached to `--report-gateway`; where ssl-redirect applies, one
 per listener (`https` serving the paths, `http` answering them with the redirect); a canary's
-split folded into its main's route. What the Gateway API cannot say is listed under `notes`
-rather than dropped silently: a rewrite-target with captures, backend-protocol, regex paths'
-ordering.
+split folded into its main's route; and the CoxswainPolicy targeting those routes with what no
+Gateway API filter says (source ranges, body size, limits, basic and external auth, affinity:
+`report_policies`). What neither can say is listed under `notes` rather than dropped silently:
+a rewrite-target with captures, backend-protocol, regex paths' ordering, canary-by-cookie.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import yaml
 
 from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.backends.resolver import BackendResolver
-from coxswain_controller.translate.ingress import lowering
+from coxswain_controller.translate.ingress import lowering, report_policies
 from coxswain_controller.translate.ingress.annotations.catalog import PREFIX
 from coxswain_controller.translate.ingress.canaries import main_key
 from coxswain_controller.translate.ingress.ingresses import LEGACY_ANNOTATION, Stages, stages
@@ -173,10 +175,14 @@ def _entry(
     notes = _notes(plan, found, ctx)
     if plan.canary and served:
         notes.append("a canary: its split is in its main Ingress's HTTPRoutes")
-    if notes:
-        entry["notes"] = notes
-    if served and not plan.canary:
-        entry["httpRoutes"] = _routes(plan, ctx, gateway)
+    routes = _routes(plan, ctx, gateway) if served and not plan.canary else []
+    policy, said = report_policies.policy_manifest(plan, routes)
+    if notes + said:
+        entry["notes"] = notes + said
+    if routes:
+        entry["httpRoutes"] = routes
+    if policy is not None:
+        entry["coxswainPolicies"] = [policy]
     return entry
 
 
@@ -211,12 +217,10 @@ def _notes(plan: IngressPlan, found: Stages, ctx: lowering.Context) -> list[str]
         )
     if policy.protocol and policy.protocol != "HTTP":
         notes.append(_PROTOCOL_NOTES[policy.protocol])
-    asked = _policy_parts(policy)
-    if asked:
+    if policy.canary is not None and policy.canary.cookie:
         notes.append(
-            f"{', '.join(asked)} have no Gateway API filter: the HTTPRoute below serves without "
-            "them (a CoxswainPolicy, not built yet, will carry them); keep this Ingress serving "
-            "its paths meanwhile"
+            "canary-by-cookie has no Gateway API filter nor CoxswainPolicy field: the main's "
+            "HTTPRoute serves without it; keep these Ingresses serving their paths meanwhile"
         )
     if any((p.host, p.value) in found.patterns for p in plan.paths):
         notes.append(
@@ -225,22 +229,6 @@ def _notes(plan: IngressPlan, found: Stages, ctx: lowering.Context) -> list[str]
             "otherwise"
         )
     return notes
-
-
-def _policy_parts(policy: Any) -> list[str]:
-    """The policy annotations an Ingress honours (what a CoxswainPolicy would carry)."""
-    parts = {
-        "source ranges": policy.allow_ranges or policy.deny_ranges,
-        "proxy-body-size": policy.max_body_bytes,
-        "rate and connection limits": policy.limits.rps
-        or policy.limits.rpm
-        or policy.limits.connections,
-        "basic auth": policy.basic,
-        "external auth": policy.external,
-        "cookie affinity": policy.affinity,
-        "canary-by-cookie": policy.canary is not None and policy.canary.cookie,
-    }
-    return [name for name, asked in parts.items() if asked]
 
 
 def _routes(

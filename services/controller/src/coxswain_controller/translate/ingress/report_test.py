@@ -1,33 +1,44 @@
-"""The migration report's HTTPRoutes: the shapes a migration needs, and that they translate.
+"""The migration report's HTTPRoutes and CoxswainPolicies: the shapes a migration needs, and
+that they translate.
 
 Covers the route per listener where ssl-redirect applies (the ACME path served on `http`),
 app-root first, a rewrite with captures left out with a note and one without kept, a canary's
 header rules ahead of its main's weighted rule, a refused Ingress getting no route, and an
 Ingress of another controller's class read as if it were ours. Each report's HTTPRoutes are
-translated beside a Gateway and must be accepted. The CLI wiring is in cli_test.py.
+translated beside a Gateway and must be accepted; for each policy annotation case, the
+reported CoxswainPolicy must be accepted and give the routes' rules the very policy the
+annotations give the Ingress's paths. The CLI wiring is in cli_test.py; the controller API's
+report over the watch cache in api/migration_test.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+import pytest
 import yaml
 
 from coxswain_controller.translate import Inputs, Options, translate
 from coxswain_controller.translate.goldens import TESTDATA
 from coxswain_controller.translate.ingress.report import migration_report
 from coxswain_controller.translate.render import render
+from coxswain_controller.translate.result import PolicyVerdict
+from coxswain_routing import HostRoutes
 
 P = "nginx.ingress.kubernetes.io/"
 CASES = ("ingress-nginx-ssl-redirect", "ingress-nginx-rewrite", "ingress-nginx-canary")
 
 
-def case(name: str) -> list[dict[str, Any]]:
-    return list(yaml.safe_load_all((TESTDATA / name / "input.yaml").read_text()))
+def case(name: str, *edits: tuple[str, str]) -> list[dict[str, Any]]:
+    text = (TESTDATA / name / "input.yaml").read_text()
+    for old, new in edits:
+        text = text.replace(old, new)
+    return list(yaml.safe_load_all(text))
 
 
-def entries(*names: str) -> dict[str, dict[str, Any]]:
-    objects = [o for n in names for o in case(n)]
+def entries(*names: str, objects: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    objects = objects or [o for n in names for o in case(n)]
     return {e["ingress"]: e for e in migration_report(objects, Options(), gateway=("gw", "gw"))}
 
 
@@ -140,3 +151,75 @@ def test_one_ingress_with_a_redirected_and_an_acme_path() -> None:
     assert redirect["filters"][0]["type"] == "RequestRedirect"
     assert challenge["matches"][0]["path"]["value"] == "/.well-known/acme-challenge/x"
     assert "filters" not in challenge and challenge["backendRefs"] == [{"name": "web", "port": 80}]
+
+
+POLICY_CASES = [
+    f"ingress-nginx-policy-{name}"
+    for name in ("basic-auth", "body-size", "limits", "source-ranges", "external-auth", "affinity")
+]
+
+
+def _gateway_objects() -> list[dict[str, Any]]:
+    controller = "coxswain-labs.dev/gateway-controller"
+    listener = {"name": "http", "port": 80, "protocol": "HTTP",
+                "allowedRoutes": {"namespaces": {"from": "All"}}}  # fmt: skip
+    return [
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+         "metadata": {"name": "c"}, "spec": {"controllerName": controller}},
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+         "metadata": {"name": "gw", "namespace": "gw"},
+         "spec": {"gatewayClassName": "c", "listeners": [listener]}},
+    ]  # fmt: skip
+
+
+def _policies(result: Any, kind: str, names: set[str]) -> dict[str, Any]:
+    """host -> the policy of the rules of `kind` named `names` (one per host here)."""
+    found: dict[str, Any] = {}
+    for resources in result.snapshots.values():
+        for resource in resources:
+            if isinstance(resource, HostRoutes):
+                for rule in resource.rules:
+                    if rule.id.kind == kind and rule.id.name in names:
+                        found[resource.host] = _same_host(rule.policy)
+    return found
+
+
+def _same_host(policy: Any) -> Any:
+    # The auth request's Host: a policy names the Service by its full cluster name where an
+    # auth-url may shorten it (name.namespace.svc); the same Service either way.
+    if policy is None or policy.external_auth is None:
+        return policy
+    return dataclasses.replace(
+        policy, external_auth=dataclasses.replace(policy.external_auth, host="")
+    )
+
+
+# A CoxswainPolicy's externalAuth names a Service of its own namespace: the case's auth Service
+# moved next to its Ingresses.
+SAME_NAMESPACE = ((".auth.svc", ".shop.svc"), ("namespace: auth", "namespace: shop"))
+
+
+@pytest.mark.parametrize("name", POLICY_CASES)
+def test_the_reported_policy_gives_the_routes_what_the_annotations_give_the_ingress(
+    name: str,
+) -> None:
+    objects = case(name, *SAME_NAMESPACE)
+    report = entries(objects=objects)
+    plain = translate(Inputs.from_objects(objects), Options())
+    kept = [o for o in objects if o["kind"] in ("Service", "EndpointSlice", "Secret")]
+    checked = 0
+    for entry in report.values():
+        # An auth Service that is not found: the Ingress answers 500, a policy is refused.
+        if "coxswainPolicies" not in entry or entry.get("problems"):
+            continue
+        manifests = entry["httpRoutes"] + entry["coxswainPolicies"]
+        result = translate(Inputs.from_objects([*_gateway_objects(), *kept, *manifests]), Options())
+        [verdict] = [v for v in result.verdicts if isinstance(v, PolicyVerdict)]
+        assert verdict.ancestors and all(
+            c.status for a in verdict.ancestors for c in a.conditions
+        ), (entry["ingress"], verdict)
+        routes = {r["metadata"]["name"] for r in entry["httpRoutes"]}
+        expected = _policies(plain, "Ingress", {entry["ingress"].split("/")[1]})
+        assert _policies(result, "HTTPRoute", routes) == expected, entry["ingress"]
+        checked += 1
+    assert checked, name
