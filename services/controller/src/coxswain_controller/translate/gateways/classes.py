@@ -67,6 +67,8 @@ SUPPORTED_FEATURES: tuple[str, ...] = tuple(
             "HTTPRouteBackendRequestHeaderModification",
             "HTTPRouteBackendTimeout",
             "HTTPRouteCORS",
+            "HTTPRouteExternalAuth",
+            "HTTPRouteExternalAuthHTTP",
             "HTTPRouteHostRewrite",
             "HTTPRouteMethodMatching",
             "HTTPRouteNamedRouteRule",
