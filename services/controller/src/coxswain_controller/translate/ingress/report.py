@@ -177,6 +177,13 @@ def _entry(
         notes.append("a canary: its split is in its main Ingress's HTTPRoutes")
     routes = _routes(plan, ctx, gateway) if served and not plan.canary else []
     policy, said = report_policies.policy_manifest(plan, routes)
+    if policy is not None and any(p.startswith("auth-url:") for p in problems):
+        # Where the Ingress answers 500, a CoxswainPolicy that cannot be honoured attaches
+        # nothing: the routes would serve without their auth.
+        said.append(
+            "the CoxswainPolicy's externalAuth names a Service that is not found, and a policy "
+            "that cannot be honoured attaches nothing: apply these routes once it exists"
+        )
     if notes + said:
         entry["notes"] = notes + said
     if routes:

@@ -223,3 +223,10 @@ def test_the_reported_policy_gives_the_routes_what_the_annotations_give_the_ingr
         assert _policies(result, "HTTPRoute", routes) == expected, entry["ingress"]
         checked += 1
     assert checked, name
+
+
+def test_a_reported_policy_whose_auth_service_is_missing_says_so() -> None:
+    objects = case("ingress-nginx-policy-external-auth", *SAME_NAMESPACE)
+    gone = entries(objects=objects)["shop/gone"]
+    assert gone["coxswainPolicies"][0]["spec"]["externalAuth"]["backendRef"]["name"] == "nothing"
+    assert any("apply these routes once it exists" in n for n in gone["notes"])
