@@ -5,10 +5,11 @@ recording backend: what the auth request carries (the client's method, Host and 
 the `http.path` prefix, Authorization and the allowed fields only, Content-Length 0), what a
 200 copies onto the request (the listed fields, or every field but the answer's own when none
 is listed), a denial passed on whole (status, fields, body; a redirect; a 401's challenge),
-a body held while the auth service decides and then sent on, and the failures that fail
-closed with 500 (the auth service down, no endpoint, a denial too long to pass on). The
-auth_request style of the same policy is `policies_test`'s; the translation of the filter is
-the controller's golden `filters-external-auth`.
+a body held while the auth service decides and then sent on, an HTTP/2 client asked about
+and answered alike, and the failures that fail closed with 500 (the auth service down, no
+endpoint, a denial too long to pass on). The auth_request style of the same policy is
+`policies_test`'s; the translation of the filter is the controller's golden
+`filters-external-auth`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.http import recording
 from coxswain_proxy.dataplane.http.policies import extauthz
 from coxswain_proxy.dataplane.http.recording import Received, Recorder
+from coxswain_proxy.dataplane.http2 import h2client
 from coxswain_routing import AuthStyle, EndpointSet, ExternalAuth, Policy, Resource
 
 HOST = "example.com"
@@ -147,6 +149,20 @@ async def test_without_a_prefix_the_client_target_is_asked_as_it_is() -> None:
     assert response.status == 200
     assert asked[0].target == b"/check/allowed"
     assert len(rec.requests) == 1
+
+
+async def test_an_http2_client_is_asked_about_and_answered_alike() -> None:
+    async with plane(AUTH) as (port, rec, asked), h2client.connected(port) as client:
+        allowed = await client.get("/allowed", authority="example.com")
+        denied = await client.get("/denied", authority="example.com")
+    assert allowed.status == 200
+    assert [(c.target, c.value(b"host")) for c in asked] == [
+        (b"/check/allowed", b"example.com"),
+        (b"/check/denied", b"example.com"),
+    ]
+    assert rec.requests[0].value(b"x-user-id") == b"42"
+    assert (denied.status, denied.header(b"x-auth-error")) == (403, b"access-denied")
+    assert denied.body == b"Access denied by external auth server"
 
 
 async def test_the_filter_fails_closed() -> None:
