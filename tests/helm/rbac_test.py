@@ -10,8 +10,8 @@ flags against the devkit API emulator through a recording proxy (watching, elect
 labelling its Pod, writing status and Events, provisioning a dedicated and a shared Gateway,
 answering the operator API), every request it made is one the chart's roles allow. That the
 check can fail is shown by taking one rule away.
-Leaves out enforcement itself: the emulator does not enforce RBAC yet, so a denied call is
-found here by comparison, not by a 403 (the install e2e with enforcement is still to come).
+Leaves out enforcement itself: here a denied call is found by comparison; the install e2e
+(tests/e2e/install_test.py) runs the chart with the emulator enforcing RBAC, where it is a 403.
 """
 
 from __future__ import annotations
