@@ -383,6 +383,10 @@ def _via(backend: Backend, certificate: TlsCertificate | None) -> backend_tls.Tl
     h2 = backend.protocol in HTTP2_PROTOCOLS
     if backend.tls is None:
         return H2C
+    if backend.tls.client_certificate is not None:
+        # The backend's own (an Ingress's proxy-ssl-secret), checked by the controller: one
+        # that cannot be loaded fails the compile rather than dialling without it.
+        return backend_tls.client_for(backend.tls, h2, backend.tls.client_certificate)
     try:
         return backend_tls.client_for(backend.tls, h2, certificate)
     except (ssl.SSLError, ValueError) as exc:

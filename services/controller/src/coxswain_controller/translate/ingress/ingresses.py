@@ -23,7 +23,13 @@ from dataclasses import dataclass
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.gateways.certificates import load_tls_secret
 from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_event
-from coxswain_controller.translate.ingress import canaries, lowering, policies, regex_hosts
+from coxswain_controller.translate.ingress import (
+    canaries,
+    lowering,
+    policies,
+    regex_hosts,
+    tls_secrets,
+)
 from coxswain_controller.translate.ingress.canaries import INVALID_ANNOTATION
 from coxswain_controller.translate.ingress.ingress_params import ClassParameters, class_parameters
 from coxswain_controller.translate.ingress.plans import IngressPlan, read_plan
@@ -225,6 +231,7 @@ def _plans(inputs: Inputs, options: Options, events: list[Event]) -> list[Ingres
             plan = read_plan(ingress, class_name, parameters.default_annotations)
             plan.access_log = parameters.access_log
             policies.load_secrets(plan, inputs)
+            tls_secrets.load_tls_secrets(plan, inputs)
             plans.append(plan)
         except MALFORMED as exc:
             events.append(malformed_event("Ingress", ingress, exc))

@@ -38,6 +38,7 @@ from coxswain_routing import (
     PathModifierType,
     RouteId,
     Rule,
+    UpstreamTLS,
     URLRewrite,
     host_pattern_covers,
 )
@@ -279,7 +280,7 @@ def _compile(
         rule = _regex_rewrite(rule, rewrite_target(policy, path), pattern)
     if split is not None and len(rule.backends) == 1:
         rule = _zero_weight_slot(rule, plan, split[1], ctx)
-    rule = _protocol(rule, policy.protocol, at, out)
+    rule = _protocol(rule, policy.protocol, (main or plan).backend_tls, at, out)
     if path is not None and policy.redirect is None:
         rule = _policy(rule, main or plan, policy, path, ctx, out, split and split[0])
     out.refused += [f"{at}.{p.field}: {p.message}" for p in rule.validate()]
@@ -329,18 +330,23 @@ def _regex_rewrite(rule: Rule, target: str, pattern: regex_hosts.Pattern | None)
     return replace(rule, filters=filters)
 
 
-def _protocol(rule: Rule, protocol: str, at: str, out: Lowered) -> Rule:
-    """backend-protocol over what the Service port says. HTTPS and GRPCS need the TLS a
-    BackendTLSPolicy gives: ingress-nginx skips verifying a backend by default, and Coxswain
-    never does, so without one the Ingress is refused rather than served unverified."""
+def _protocol(rule: Rule, protocol: str, tls: UpstreamTLS | None, at: str, out: Lowered) -> Rule:
+    """backend-protocol over what the Service port says. HTTPS and GRPCS need the TLS that
+    proxy-ssl-* (`tls`, over a BackendTLSPolicy: the annotations are this Ingress's own say)
+    or a BackendTLSPolicy gives: ingress-nginx skips verifying a backend by default, and
+    Coxswain never does, so without either the Ingress is refused rather than served
+    unverified."""
     if not protocol:
         return rule
     backends = []
     for backend in rule.backends:
+        if tls is not None and protocol in _TLS_PROTOCOLS and backend.resolved:
+            backend = replace(backend, tls=tls)
         if protocol in _TLS_PROTOCOLS and backend.resolved and backend.tls is None:
             out.refused.append(
-                f"{at}: backend-protocol {protocol} is not supported yet without a "
-                f"BackendTLSPolicy saying how to verify {backend.endpoints.split('/', 1)[-1]}"
+                f"{at}: backend-protocol {protocol} is not supported yet without proxy-ssl-* "
+                f"or a BackendTLSPolicy saying how to verify "
+                f"{backend.endpoints.split('/', 1)[-1]}"
             )
         backends.append(_with_protocol(backend, protocol))
     return replace(rule, backends=tuple(backends))

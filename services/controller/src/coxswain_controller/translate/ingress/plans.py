@@ -15,7 +15,7 @@ from typing import Any
 from coxswain_controller.translate.ingress.annotations.policy import Policy, read
 from coxswain_controller.translate.inputs import Obj, created, meta, name, namespace, spec, uid
 from coxswain_controller.translate.result import ObjectRef
-from coxswain_routing import BasicAuth, PathType
+from coxswain_routing import BasicAuth, PathType, UpstreamTLS
 
 __all__ = ["DEFAULT_BACKEND_INDEX", "IngressPlan", "PathPlan", "ServiceRef", "read_plan"]
 
@@ -60,6 +60,10 @@ class IngressPlan:
     # auth-type: basic, its Secret read (`policies.load_secrets`); None: no basic auth.
     basic: BasicAuth | None = None
     access_log: bool = False  # its class's accessLog.enabled: the proxy logs its requests
+    # proxy-ssl-*, its Secret read (`tls_secrets`): the TLS its backends are dialled with.
+    backend_tls: UpstreamTLS | None = None
+    # auth-tls-secret's ca.crt and "Secret <namespace>/<name>" (`tls_secrets`).
+    client_ca: tuple[bytes, str] | None = None
 
     @property
     def ref(self) -> ObjectRef:

@@ -27,7 +27,7 @@ import yaml
 
 from coxswain_controller.translate.backends.grants import Grants
 from coxswain_controller.translate.backends.resolver import BackendResolver
-from coxswain_controller.translate.ingress import lowering, report_policies
+from coxswain_controller.translate.ingress import lowering, report_policies, report_tls
 from coxswain_controller.translate.ingress.annotations.catalog import PREFIX
 from coxswain_controller.translate.ingress.canaries import main_key
 from coxswain_controller.translate.ingress.ingresses import LEGACY_ANNOTATION, Stages, stages
@@ -49,6 +49,11 @@ _PROTOCOL_NOTES = {
     "appProtocol kubernetes.io/h2c",
     "GRPCS": "backend-protocol GRPCS: a GRPCRoute, with a BackendTLSPolicy on the Service",
     "HTTPS": "backend-protocol HTTPS: a BackendTLSPolicy on the Service says how to verify it",
+}
+# With proxy-ssl-*, the BackendTLSPolicy is in the report (`report_tls`).
+_PROTOCOL_TLS_NOTES = {
+    "GRPCS": "backend-protocol GRPCS: a GRPCRoute, with the BackendTLSPolicy below",
+    "HTTPS": "backend-protocol HTTPS: the BackendTLSPolicy below says how to verify it",
 }
 
 
@@ -184,12 +189,14 @@ def _entry(
             "the CoxswainPolicy's externalAuth names a Service that is not found, and a policy "
             "that cannot be honoured attaches nothing: apply these routes once it exists"
         )
-    if notes + said:
-        entry["notes"] = notes + said
+    manifests, tls_notes = report_tls.tls_part(plan) if served else ({}, [])
+    if notes + said + tls_notes:
+        entry["notes"] = notes + said + tls_notes
     if routes:
         entry["httpRoutes"] = routes
     if policy is not None:
         entry["coxswainPolicies"] = [policy]
+    entry.update(manifests)
     return entry
 
 
@@ -223,7 +230,8 @@ def _notes(plan: IngressPlan, found: Stages, ctx: lowering.Context) -> list[str]
             "as ReplaceRegexMatch)"
         )
     if policy.protocol and policy.protocol != "HTTP":
-        notes.append(_PROTOCOL_NOTES[policy.protocol])
+        tls_notes = _PROTOCOL_TLS_NOTES if policy.backend_tls is not None else {}
+        notes.append(tls_notes.get(policy.protocol) or _PROTOCOL_NOTES[policy.protocol])
     if policy.canary is not None and policy.canary.cookie:
         notes.append(
             "canary-by-cookie has no Gateway API filter nor CoxswainPolicy field: the main's "

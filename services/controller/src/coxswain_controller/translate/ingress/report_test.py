@@ -230,3 +230,49 @@ def test_a_reported_policy_whose_auth_service_is_missing_says_so() -> None:
     gone = entries(objects=objects)["shop/gone"]
     assert gone["coxswainPolicies"][0]["spec"]["externalAuth"]["backendRef"]["name"] == "nothing"
     assert any("apply these routes once it exists" in n for n in gone["notes"])
+
+
+def test_proxy_ssl_is_reported_as_a_backend_tls_policy_that_translates() -> None:
+    objects = case("ingress-nginx-proxy-ssl")
+    report = entries(objects=objects)
+    [policy] = report["shop/verified"]["backendTLSPolicies"]
+    assert policy["spec"]["validation"] == {
+        "caCertificateRefs": [{"group": "", "kind": "Secret", "name": "backend-ca"}],
+        "hostname": "web.shop.internal",
+    }
+    assert any("clientCertificateRef" in n for n in report["shop/mtls"]["notes"])
+    assert "backendTLSPolicies" not in report["shop/unverified"]
+    # The policy gives the backend the very TLS the annotations give it.
+    routes = [r for r in report["shop/verified"]["httpRoutes"]]
+    gateway = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "gw", "namespace": "gw"},
+        "spec": {
+            "gatewayClassName": "coxswain",
+            "listeners": [
+                {"name": "http", "port": 80, "protocol": "HTTP",
+                 "allowedRoutes": {"namespaces": {"from": "All"}}},
+            ],
+        },
+    }  # fmt: skip
+    gateway_class = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "GatewayClass",
+        "metadata": {"name": "coxswain"},
+        "spec": {"controllerName": Options().gateway_controller},
+    }
+    kept = [o for o in objects if o["kind"] in ("Service", "Secret")]
+    result = translate(
+        Inputs.from_objects([*kept, gateway_class, gateway, *routes, policy]), Options()
+    )
+    tls = {
+        b.tls
+        for resources in result.snapshots.values()
+        for r in resources
+        if isinstance(r, HostRoutes)
+        for rule in r.rules
+        for b in rule.backends
+    }
+    [served] = tls
+    assert served is not None and served.sni == "web.shop.internal" and served.ca_bundle_pem

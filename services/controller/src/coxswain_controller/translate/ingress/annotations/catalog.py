@@ -59,9 +59,6 @@ SNIPPET = "snippets are never run: raw nginx configuration is what CVE-2025-1974
 BUFFERING = "the proxy streams request and response bodies; buffering changes nothing a client sees"
 AUTH = "this part of external authentication is not built yet"
 AFFINITY = "this part of session affinity is not built yet"
-BACKEND_TLS = (
-    "backend certificate settings are not built yet (a BackendTLSPolicy verifies backends)"
-)
 CLIENT_TLS = "client certificate authentication on Ingress hosts is not built yet"
 TRACING = "the proxy's own logs and metrics apply; it sends no traces"
 
@@ -125,8 +122,9 @@ _ENTRIES: dict[str, Entry] = {
     # Backends
     "backend-protocol": _h(
         "Backends",
-        "HTTP, H2C and GRPC onto the backend's protocol; HTTPS and GRPCS with the TLS a "
-        "BackendTLSPolicy on the Service gives (AJP, FCGI and AUTO_HTTP refused)",
+        "HTTP, H2C and GRPC onto the backend's protocol; HTTPS and GRPCS with the TLS "
+        "proxy-ssl-* or a BackendTLSPolicy on the Service gives (AJP, FCGI and AUTO_HTTP "
+        "refused)",
     ),
     "service-upstream": _i("Backends", "the proxy balances over the Service's endpoints"),
     "load-balance": _i("Backends", "the proxy balances by weighted round robin"),
@@ -156,10 +154,28 @@ _ENTRIES: dict[str, Entry] = {
     "ssl-passthrough": _later("TLS", "TLS passthrough for Ingress hosts is not built yet"),
     "ssl-ciphers": _i("TLS", "the proxy's TLS settings apply"),
     "ssl-prefer-server-ciphers": _i("TLS", "the proxy's TLS settings apply"),
-    **{
-        f"proxy-ssl-{k}": _later("Backend TLS", BACKEND_TLS)
-        for k in ("secret", "ciphers", "name", "protocols", "verify", "verify-depth", "server-name")
-    },
+    # Backend TLS
+    "proxy-ssl-secret": _h(
+        "Backend TLS",
+        "with backend-protocol HTTPS or GRPCS: a Secret of the Ingress's namespace "
+        "(namespace/name); its ca.crt is the whole of the trust for the backend (as a "
+        "BackendTLSPolicy's caCertificateRefs), its tls.crt and tls.key, when present, the "
+        "client certificate presented to it",
+    ),
+    "proxy-ssl-verify": _h(
+        "Backend TLS",
+        'must be "on": Coxswain never connects to a backend without verifying it ("off", the '
+        "default, is refused)",
+    ),
+    "proxy-ssl-name": _h("Backend TLS", "the name verified and sent as SNI (needed with verify)"),
+    "proxy-ssl-server-name": _h(
+        "Backend TLS", "on: what the proxy does; off is ignored (the name is always sent)"
+    ),
+    "proxy-ssl-protocols": _i("Backend TLS", "the proxy offers TLS 1.2 and 1.3 to backends"),
+    "proxy-ssl-ciphers": _i("Backend TLS", "the proxy's own TLS client ciphers apply"),
+    "proxy-ssl-verify-depth": _i(
+        "Backend TLS", "the chain is verified up to a CA of ca.crt at whatever depth"
+    ),
     **{
         f"auth-tls-{k}": _later("Client certificates", CLIENT_TLS)
         for k in (

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from coxswain_controller.translate.ingress.annotations import access, values
+from coxswain_controller.translate.ingress.annotations import access, tls, values
 from coxswain_controller.translate.ingress.annotations.catalog import CATALOG
 from coxswain_controller.translate.ingress.annotations.model import Canary, Policy
 from coxswain_controller.translate.ingress.annotations.reader import Reader
@@ -48,6 +48,7 @@ def read_all(found: Mapping[str, tuple[str, str]], policy: Policy, *, canary: bo
         group(reader, policy)
     access.read_access(reader, policy)
     _canary(reader, policy, canary)
+    tls.read_tls(reader, policy)  # last: ssl-passthrough makes every other key moot
 
 
 def _rewrite(r: Reader, p: Policy) -> None:

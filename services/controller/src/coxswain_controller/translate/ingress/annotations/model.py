@@ -9,7 +9,16 @@ from typing import Any
 from coxswain_controller.translate.ingress.annotations.catalog import Fate
 from coxswain_routing import SessionAffinity
 
-__all__ = ["BasicSpec", "Canary", "ExternalSpec", "Limits", "Policy", "Verdict"]
+__all__ = [
+    "BackendTlsSpec",
+    "BasicSpec",
+    "Canary",
+    "ClientTlsSpec",
+    "ExternalSpec",
+    "Limits",
+    "Policy",
+    "Verdict",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,29 @@ class Limits:
     exempt: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class BackendTlsSpec:
+    """proxy-ssl-*, as written: the Secret is read when the Ingress's stages run."""
+
+    secret: str  # the Secret's name
+    namespace: str  # as written before the "/"; "": the Ingress's own (the only one read)
+    name: str  # proxy-ssl-name: sent as SNI and verified
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTlsSpec:
+    """auth-tls-*, as written: the Secret is read when the Ingress's stages run."""
+
+    secret: str  # the Secret's name
+    namespace: str  # as written before the "/"; "": the Ingress's own (the only one read)
+    asked: bool = True  # False: auth-tls-verify-client off (no certificate asked for)
+    required: bool = True  # auth-tls-verify-client on; False: optional (or off)
+    depth: int = 1  # auth-tls-verify-depth
+    error_page: str = ""
+    pass_certificate: bool = False
+    match_cn: str = ""  # auth-tls-match-cn, a regex on the subject DN
+
+
 @dataclass
 class Policy:
     """Everything an Ingress's annotations ask of its paths."""
@@ -102,6 +134,9 @@ class Policy:
     basic: BasicSpec | None = None
     external: ExternalSpec | None = None
     affinity: SessionAffinity | None = None  # its path "" : the Ingress path's own
+    backend_tls: BackendTlsSpec | None = None  # proxy-ssl-*, with backend-protocol HTTPS
+    client_tls: ClientTlsSpec | None = None  # auth-tls-*: its hosts' client certificates
+    passthrough: bool = False  # ssl-passthrough: its hosts' TLS relayed unread
 
     @property
     def served(self) -> bool:

@@ -1,0 +1,208 @@
+"""ingress-nginx's TLS annotations through translation and a real data plane, on real sockets.
+
+Each test translates Ingress manifests with the controller's own `translate` and serves the
+shared pool's snapshot with a shared-mode `Dataplane` on loopback (the Ingress ports bound to
+ephemeral ones); backends are the devkit's echo server, over TLS where the annotations ask,
+and every certificate is minted in the test. Covers proxy-ssl-* (the backend verified by
+proxy-ssl-name against the Secret's ca.crt, its client certificate presented, a backend of
+another CA never sent the request). What each annotation becomes as data is in the golden
+cases (translate/testdata/ingress-nginx-*); the proxy's own TLS tests cover the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import ssl
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from coxswain_controller.translate import Inputs, Options, translate
+from coxswain_controller.translate.scopes import SHARED_POOL
+from coxswain_devkit.echo import EchoServer
+from coxswain_devkit.pki import CertificateAuthority, Issued
+from coxswain_proxy.dataplane.core import Dataplane
+from coxswain_proxy.dataplane.core import Options as PlaneOptions
+from coxswain_proxy.dataplane.testing import get
+
+Obj = dict[str, Any]
+NS = "shop"
+P = "nginx.ingress.kubernetes.io/"
+HTTP, HTTPS = 80, 443
+BACKEND_NAME = "web.shop.internal"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def ingress_class() -> Obj:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "IngressClass",
+        "metadata": {"name": "coxswain"},
+        "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
+    }
+
+
+def service(name: str, port: int, target: int, port_name: str = "https") -> list[Obj]:
+    """A Service and the EndpointSlice putting its one endpoint at 127.0.0.1:`target`."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"ports": [{"name": port_name, "port": port}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{name}-1",
+                "namespace": NS,
+                "labels": {"kubernetes.io/service-name": name},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": port_name, "port": target, "protocol": "TCP"}],
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
+        },
+    ]
+
+
+def secret(name: str, data: dict[str, bytes], kind: str = "Opaque") -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NS},
+        "type": kind,
+        "data": {k: _b64(v) for k, v in data.items()},
+    }
+
+
+def ingress(
+    name: str,
+    host: str,
+    backend: str,
+    port: int,
+    annotations: dict[str, str],
+    *,
+    tls_secret: str = "",
+    path: str = "/",
+) -> Obj:
+    spec: Obj = {
+        "ingressClassName": "coxswain",
+        "rules": [
+            {
+                "host": host,
+                "http": {
+                    "paths": [
+                        {
+                            "path": path,
+                            "pathType": "Prefix",
+                            "backend": {"service": {"name": backend, "port": {"number": port}}},
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+    if tls_secret:
+        spec["tls"] = [{"hosts": [host], "secretName": tls_secret}]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "annotations": {P + k: v for k, v in annotations.items()},
+        },
+        "spec": spec,
+    }
+
+
+def server_context(issued: Issued, clients: CertificateAuthority | None = None) -> ssl.SSLContext:
+    """A TLS backend's context; `clients`: the CA whose client certificates it requires."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    if clients is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(cadata=clients.certificate_pem.decode())
+    with tempfile.TemporaryDirectory() as tmp:
+        chain, key = Path(tmp, "chain.pem"), Path(tmp, "key.pem")
+        chain.write_bytes(issued.chain_pem)
+        key.write_bytes(issued.key_pem)
+        context.load_cert_chain(chain, key)
+    return context
+
+
+@contextlib.asynccontextmanager
+async def serving(manifests: Sequence[Obj]) -> AsyncIterator[dict[int, int]]:
+    """The manifests translated and served: the bound port of each Ingress port."""
+    result = translate(Inputs.from_objects([ingress_class(), *manifests]), Options())
+    options = PlaneOptions(shared=True, address="127.0.0.1", port_map=lambda _: 0)
+    plane = await Dataplane(options).start()
+    try:
+        await plane.apply(list(result.snapshots[SHARED_POOL]))
+        yield {b.port: b.actual for b in plane.bound()}
+    finally:
+        await plane.close(grace=1.0)
+
+
+def seen(body: bytes) -> Obj:
+    found: Obj = json.loads(body)
+    return found
+
+
+# ------------------------------------------------------------------------------ proxy-ssl-*
+
+
+def _proxy_ssl(secret_name: str) -> dict[str, str]:
+    return {
+        "backend-protocol": "HTTPS",
+        "proxy-ssl-secret": f"{NS}/{secret_name}",
+        "proxy-ssl-verify": "on",
+        "proxy-ssl-name": BACKEND_NAME,
+    }
+
+
+async def test_proxy_ssl_verifies_the_backend_and_presents_the_secret_certificate() -> None:
+    backends, proxies = CertificateAuthority.create("backends"), CertificateAuthority.create("px")
+    context = server_context(backends.issue(dns=[BACKEND_NAME]), clients=proxies)
+    client = proxies.issue(dns=["proxy.shop"])
+    async with EchoServer(pod="web-0", ssl_context=context) as echo:
+        manifests = [
+            *service("web", 443, echo.port),
+            secret(
+                "mtls",
+                {
+                    "ca.crt": backends.certificate_pem,
+                    "tls.crt": client.chain_pem,
+                    "tls.key": client.key_pem,
+                },
+            ),
+            secret("ca-only", {"ca.crt": backends.certificate_pem}),
+            ingress("mtls", "mtls.example", "web", 443, _proxy_ssl("mtls")),
+            ingress("ca-only", "ca-only.example", "web", 443, _proxy_ssl("ca-only")),
+        ]
+        async with serving(manifests) as ports:
+            answered = await get(ports[HTTP], "/", host="mtls.example")
+            refused = await get(ports[HTTP], "/", host="ca-only.example")
+    assert answered.status == 200 and seen(answered.body)["pod"] == "web-0"
+    # The backend requires a client certificate: without the Secret's, no request reaches it.
+    assert refused.status in (502, 503) and b"web-0" not in refused.body
+
+
+async def test_proxy_ssl_never_sends_a_request_to_a_backend_it_cannot_verify() -> None:
+    backends, stranger = CertificateAuthority.create("backends"), CertificateAuthority.create("x")
+    context = server_context(stranger.issue(dns=[BACKEND_NAME]))
+    async with EchoServer(pod="web-0", ssl_context=context) as echo:
+        manifests = [
+            *service("web", 443, echo.port),
+            secret("trust", {"ca.crt": backends.certificate_pem}),
+            ingress("web", "web.example", "web", 443, _proxy_ssl("trust")),
+        ]
+        async with serving(manifests) as ports:
+            response = await get(ports[HTTP], "/", host="web.example")
+    assert response.status in (502, 503) and b"web-0" not in response.body
