@@ -89,6 +89,7 @@ class Publisher:
         self._freezer = Freezer()
         self._stamps: dict[tuple[str, str], tuple[int, int]] = {}  # Gateway -> (generation, seq)
         self._changed = asyncio.Event()
+        self._first_change: float | None = None  # loop time the pending pass's first change came
         self.result: TranslateResult | None = None
         self.last_pass: Pass | None = None
         self.published = asyncio.Event()  # set after the first publish
@@ -102,7 +103,7 @@ class Publisher:
         loop = asyncio.get_running_loop()
         while True:
             await self._changed.wait()
-            first = loop.time()
+            first = self._first_change = loop.time()
             while True:  # wait for a quiet DEBOUNCE, but no longer than MAX_DELAY in all
                 self._changed.clear()
                 remaining = self._max_delay - (loop.time() - first)
@@ -136,6 +137,7 @@ class Publisher:
             self._translator.reset()
             return
         translated = loop.time()
+        waited, self._first_change = started - (self._first_change or started), None
         self._registry.set_gateway_identities(result.gateway_identities)
         before = self._registry.seq
         full_pass = self._translator.patched == patched_before
@@ -157,6 +159,8 @@ class Publisher:
                 extra={
                     "fields": {
                         "publish_seq": seq,
+                        # From the first change of the burst to the pass starting: the debounce.
+                        "debounce_ms": round(waited * 1000, 1),
                         "translate_ms": round((translated - started) * 1000, 1),
                         "publish_ms": round((loop.time() - translated) * 1000, 1),
                         "patched": self._translator.patched,
