@@ -5,7 +5,9 @@ shared pool's snapshot with a shared-mode `Dataplane` on loopback (the Ingress p
 ephemeral ones); backends are the devkit's echo server, over TLS where the annotations ask,
 and every certificate is minted in the test. Covers proxy-ssl-* (the backend verified by
 proxy-ssl-name against the Secret's ca.crt, its client certificate presented, a backend of
-another CA never sent the request). What each annotation becomes as data is in the golden
+another CA never sent the request); ssl-passthrough (a client verifying the backend's own
+certificate through the Ingress HTTPS port, beside a host the port terminates, and a
+passthrough host's plain HTTP not served). What each annotation becomes as data is in the golden
 cases (translate/testdata/ingress-nginx-*); the proxy's own TLS tests cover the rest.
 """
 
@@ -26,7 +28,7 @@ from coxswain_devkit.echo import EchoServer
 from coxswain_devkit.pki import CertificateAuthority, Issued
 from coxswain_proxy.dataplane.core import Dataplane
 from coxswain_proxy.dataplane.core import Options as PlaneOptions
-from coxswain_proxy.dataplane.testing import get
+from coxswain_proxy.dataplane.testing import client, get
 
 Obj = dict[str, Any]
 NS = "shop"
@@ -206,3 +208,71 @@ async def test_proxy_ssl_never_sends_a_request_to_a_backend_it_cannot_verify() -
         async with serving(manifests) as ports:
             response = await get(ports[HTTP], "/", host="web.example")
     assert response.status in (502, 503) and b"web-0" not in response.body
+
+
+def client_context(ca: CertificateAuthority) -> ssl.SSLContext:
+    context = ssl.create_default_context(cadata=ca.certificate_pem.decode())
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+# --------------------------------------------------------------------------- ssl-passthrough
+
+
+async def test_passthrough_relays_the_backend_tls_beside_a_terminated_host() -> None:
+    backends, edge = CertificateAuthority.create("backends"), CertificateAuthority.create("edge")
+    context = server_context(backends.issue(dns=["pass.example"]))
+    served = edge.issue(dns=["web.example"])
+    async with (
+        EchoServer(pod="secure-0", ssl_context=context) as secure,
+        EchoServer(pod="web-0") as web,
+    ):
+        manifests = [
+            *service("secure", 443, secure.port),
+            *service("web", 80, web.port, "http"),
+            secret(
+                "web-tls",
+                {"tls.crt": served.chain_pem, "tls.key": served.key_pem},
+                "kubernetes.io/tls",
+            ),
+            ingress("pass", "pass.example", "secure", 443, {"ssl-passthrough": "true"}),
+            ingress("web", "web.example", "web", 80, {}, tls_secret="web-tls"),
+        ]
+        async with serving(manifests) as ports:
+            # The client verifies the backend's own certificate: the proxy holds no key for it.
+            async with client(ports[HTTPS], client_context(backends), "pass.example") as c:
+                passed = await c.request("/", host="pass.example")
+            async with client(ports[HTTPS], client_context(edge), "web.example") as c:
+                terminated = await c.request("/", host="web.example")
+            plain = await get(ports[HTTP], "/", host="pass.example")
+    assert passed.status == 200 and seen(passed.body)["pod"] == "secure-0"
+    assert terminated.status == 200 and seen(terminated.body)["pod"] == "web-0"
+    assert plain.status == 404
+
+
+async def test_a_passthrough_host_never_hands_its_connection_to_the_proxy_tls() -> None:
+    backends, edge = CertificateAuthority.create("backends"), CertificateAuthority.create("edge")
+    context = server_context(backends.issue(dns=["pass.example"]))
+    served = edge.issue(dns=["pass.example"])
+    async with EchoServer(pod="secure-0", ssl_context=context) as secure:
+        manifests = [
+            *service("secure", 443, secure.port),
+            secret(
+                "edge-tls",
+                {"tls.crt": served.chain_pem, "tls.key": served.key_pem},
+                "kubernetes.io/tls",
+            ),
+            # The Ingress's own certificate for the host is never what the client sees.
+            ingress(
+                "pass", "pass.example", "secure", 443, {"ssl-passthrough": "true"},
+                tls_secret="edge-tls",
+            ),
+        ]  # fmt: skip
+        async with serving(manifests) as ports:
+            try:
+                async with client(ports[HTTPS], client_context(edge), "pass.example") as c:
+                    await c.request("/", host="pass.example")
+                verified_by_edge = True
+            except ssl.SSLCertVerificationError:
+                verified_by_edge = False
+    assert not verified_by_edge

@@ -16,6 +16,14 @@ The one subtlety: uvloop starts reading as soon as `connection_made` returns, an
 runs a loop iteration later, so the ClientHello usually reaches this plain protocol first. It
 is held (reading paused) and given to the TLS protocol before that protocol starts its
 handshake, which reads it from its incoming buffer as if it had just arrived.
+
+A port that decides by the server name before any TLS (a `Peek`: an Ingress host passed through
+with ssl-passthrough, or one whose clients' certificates are asked for under a CA of its own,
+auth-tls-secret) reads the whole ClientHello first (`stream.clienthello`, bounded as a TLS
+listener's is, and within the same handshake time). A name passed through is handed, with
+every byte read, to a TLS relay (`Peek.relay`), which replays them to the backend; any other
+starts its handshake with the context the name chose (its own client CA) or the port's front.
+Only such a port pays for the read: the others start their handshake as before.
 """
 
 from __future__ import annotations
@@ -23,10 +31,16 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable
-from typing import cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.runtime import Runtime
+from coxswain_proxy.dataplane.stream.clienthello import ClientHelloReader, NotClientHello
+
+if TYPE_CHECKING:
+    from coxswain_proxy.dataplane.stream.compiled import PortStreams
+    from coxswain_proxy.dataplane.tls import SniStore
 
 # The loop's own handshake timer, past the sweep's (which runs every second): a backstop only.
 BACKSTOP_SECONDS = 5.0
@@ -50,14 +64,31 @@ def pass_on(raw: asyncio.Transport, held: list[bytes]) -> None:
             view = view[size:]
 
 
+@dataclass(frozen=True, slots=True)
+class Peek:
+    """What a port decides by the ClientHello's server name, read before any TLS."""
+
+    streams: PortStreams | None  # the names passed through unread (ssl-passthrough)
+    store: SniStore | None  # the names whose clients' certificates are asked for their own way
+    # Hands the plain transport, and every byte read from it, to a TLS relay.
+    relay: Callable[[asyncio.Transport, list[bytes]], None]
+
+
 class Handshake(asyncio.Protocol):
     """The plain TCP transport's protocol until start_tls, then the TLS transport's until the
     handshake is done: either way, what arrives is held for whoever comes next."""
 
-    __slots__ = ("rt", "context", "connection", "started", "raw", "task", "held", "upgrading")
+    __slots__ = (
+        "rt", "context", "connection", "started", "raw", "task", "held", "upgrading", "peek",
+        "reader",
+    )  # fmt: skip
 
     def __init__(
-        self, rt: Runtime, context: ssl.SSLContext, connection: Callable[[], asyncio.Protocol]
+        self,
+        rt: Runtime,
+        context: ssl.SSLContext,
+        connection: Callable[[], asyncio.Protocol],
+        peek: Peek | None = None,
     ) -> None:
         self.rt = rt
         self.context = context
@@ -67,22 +98,57 @@ class Handshake(asyncio.Protocol):
         self.task: asyncio.Task[None] | None = None
         self.held: list[bytes] = []  # before start_tls: TLS records; after: application data
         self.upgrading = False  # start_tls has been called: bytes now arrive decrypted
+        self.peek = peek
+        # Reading the ClientHello before deciding (a port with a `Peek`); None once decided.
+        self.reader = ClientHelloReader() if peek is not None else None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         rt = self.rt
         self.raw = cast(asyncio.Transport, transport)
         self.started = rt.loop.time()
         rt.handshakes.add(self)
-        self.task = rt.loop.create_task(self._handshake(), name="tls-handshake")
+        if self.reader is None:
+            self._start()
+
+    def _start(self) -> None:
+        self.task = self.rt.loop.create_task(self._handshake(), name="tls-handshake")
 
     def data_received(self, data: bytes) -> None:
         self.held.append(data)
-        if not self.upgrading and self.raw is not None:
+        if self.reader is not None:
+            self._read_hello(self.reader, data)
+        elif not self.upgrading and self.raw is not None:
             self.raw.pause_reading()  # start_tls resumes it
+
+    def _read_hello(self, reader: ClientHelloReader, data: bytes) -> None:
+        try:
+            hello = reader.feed(data)
+        except NotClientHello:
+            self.reader = None
+            self.abort()  # what no TLS handshake could begin with
+            return
+        if hello is None:
+            return
+        self.reader = None
+        peek, raw = self.peek, self.raw
+        assert peek is not None and raw is not None
+        name = hello.server_name
+        if peek.streams is not None and peek.streams.choose(name) is not None:
+            self.rt.handshakes.discard(self)
+            held, self.held, self.raw = self.held, [], None
+            peek.relay(raw, held)
+            return
+        chosen = peek.store.verifying(name) if peek.store is not None else None
+        if chosen is not None:
+            self.context = chosen.context
+        raw.pause_reading()  # start_tls resumes it
+        self._start()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.upgrading:
             self.raw = None
+            if self.task is None:
+                self.rt.handshakes.discard(self)  # it left while its ClientHello was read
 
     async def _handshake(self) -> None:
         rt, raw = self.rt, self.raw

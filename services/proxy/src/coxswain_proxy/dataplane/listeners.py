@@ -6,7 +6,9 @@ disturbs another (issue 7, item 2). A removed port stops accepting at once and i
 connections finish the request in flight, then close (they drain). A port that cannot be bound
 is logged and left out of what is reported bound; the next snapshot tries again. An HTTPS port
 accepts plain TCP and each connection goes through a `handshake.Handshake` first, which bounds
-its TLS handshake in time.
+its TLS handshake in time; on a port some of whose server names are passed through (a TLS
+`StreamRoute` on the HTTPS port: ssl-passthrough) or ask for client certificates their own way,
+the handshake first reads the server name (`handshake.Peek`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import asyncio
 import errno
 import logging
 import socket
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,9 +25,11 @@ from coxswain_proxy.dataplane.http.http11 import HttpConnection
 from coxswain_proxy.dataplane.http2 import negotiate
 from coxswain_proxy.dataplane.http2.server import H2ServerConnection
 from coxswain_proxy.dataplane.runtime import Runtime
+from coxswain_proxy.dataplane.stream import tls_relay
 from coxswain_proxy.dataplane.stream.binds import StreamBinds
 from coxswain_proxy.dataplane.stream.compiled import StreamPort
 from coxswain_proxy.dataplane.tables import PortInfo
+from coxswain_routing import ListenerProtocol
 
 log = logging.getLogger(__name__)
 
@@ -90,13 +93,23 @@ class Listeners:
             return negotiate.cleartext(rt, port)  # HTTP/1.1, or h2c by prior knowledge
         refusing = tls.front_context(None)  # until a snapshot gives the port its store
 
-        def front() -> ssl.SSLContext:
+        def relay(raw: asyncio.Transport, held: list[bytes]) -> None:
+            _pass_through(rt, port, raw, held)
+
+        def accept() -> handshake.Handshake:
             # The tables served at the accept: a swap after it leaves this handshake alone.
             tables = rt.tables
-            return tables.fronts.get(port, refusing) if tables is not None else refusing
+            if tables is None:
+                return handshake.Handshake(rt, refusing, connection)
+            store = tables.tls.get(port)
+            streams = tables.streams.routes.get((port, ListenerProtocol.TLS))
+            peek = None
+            if streams is not None or (store is not None and store.peeks):
+                peek = handshake.Peek(streams, store, relay)
+            return handshake.Handshake(rt, tables.fronts.get(port, refusing), connection, peek)
 
         connection = negotiate.encrypted(rt, port)  # HTTP/1.1 or h2, as ALPN chose
-        return lambda: handshake.Handshake(rt, front(), connection)
+        return accept
 
     async def _serve(
         self, factory: Callable[[], asyncio.Protocol], info: PortInfo
@@ -127,3 +140,13 @@ class Listeners:
         for port in list(self.bound):
             self.bound.pop(port).server.close()
         self.streams.close()
+
+
+def _pass_through(rt: Runtime, port: int, raw: asyncio.Transport, held: list[bytes]) -> None:
+    """An HTTPS port's connection whose server name is passed through (an Ingress host with
+    ssl-passthrough): from here it is a TLS listener's, relayed unread to the name's route."""
+    relay = tls_relay.TlsRelay(rt, (port, ListenerProtocol.TLS), rt.config.stream)
+    raw.set_protocol(relay.client)
+    relay.client.connection_made(raw)
+    for data in held:
+        relay.early(data)

@@ -37,7 +37,7 @@ import os
 import ssl
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from coxswain_routing import (
     ClientCaStore,
@@ -69,6 +69,32 @@ class SniStore:
     wildcard: dict[str, Selected]  # by suffix without "*.": "example.com" for "*.example.com"
     default: Selected | None
     verify: bool = False  # clients must present a certificate the port's CA bundle verifies
+    # Server names whose clients' certificates are asked for under a CA of their own (an
+    # Ingress host's `ClientCaStore`): the context each handshake offering one starts with.
+    named: dict[str, Selected] = field(default_factory=dict)  # exact names
+    named_wildcard: dict[str, Selected] = field(default_factory=dict)  # by suffix
+
+    @property
+    def peeks(self) -> bool:
+        """Its handshakes start by reading the server name (`handshake.Peek`)."""
+        return bool(self.named or self.named_wildcard)
+
+    def verifying(self, server_name: str) -> Selected | None:
+        """The context of the name's own client CA: the exact name, then wildcards from the
+        nearest label outward; None: the port's front decides."""
+        if not server_name or not self.peeks:
+            return None
+        name = normalize_host(server_name)
+        found = self.named.get(name)
+        if found is not None:
+            return found
+        dot = name.find(".")
+        while dot != -1:
+            found = self.named_wildcard.get(name[dot + 1 :])
+            if found is not None:
+                return found
+            dot = name.find(".", dot + 1)
+        return None
 
     def select(self, server_name: str | None) -> Selected | None:
         if not server_name:

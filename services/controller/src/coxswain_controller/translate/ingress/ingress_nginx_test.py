@@ -358,7 +358,6 @@ def test_a_refused_default_refuses_every_ingress_of_the_class_and_says_whose_it_
             id="proxy-ssl-other-namespace",
         ),
         pytest.param({"auth-tls-secret": "ns/s"}, "/", "not supported yet", id="auth-tls"),
-        pytest.param({"ssl-passthrough": "true"}, "/", "not supported yet", id="passthrough"),
         pytest.param({"proxy-read-timeout": "ten"}, "/", "not a whole number", id="bad-number"),
         pytest.param({"use-regex": "true"}, "/a(", "not a regular expression", id="bad-regex"),
         pytest.param(

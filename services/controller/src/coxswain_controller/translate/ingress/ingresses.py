@@ -26,6 +26,7 @@ from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_ev
 from coxswain_controller.translate.ingress import (
     canaries,
     lowering,
+    passthrough,
     policies,
     regex_hosts,
     tls_secrets,
@@ -212,9 +213,12 @@ def _ingresses(
         tables.add_certificate(SHARED_POOL, options.ingress_https_port, certificate)
     ctx = found.context(resolver, options)
     owners: dict[tuple[str, str, str], IngressPlan] = {}
+    passed = passthrough.pass_through(found.plans, ctx, resolver)
+    passthrough.serve(passed, tables, options.ingress_https_port)
     for plan in found.plans:
         events += _annotation_events(plan)
-        if plan.served and not plan.canary:
+        events += [e for e in passed.events if e.ref == plan.ref]
+        if plan.served and not plan.canary and not plan.policy.passthrough:
             events += _serve(plan, ctx, options, tables, owners)
         elif plan.tls_problems:
             message = "; ".join(plan.tls_problems)

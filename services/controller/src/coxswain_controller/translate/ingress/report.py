@@ -36,7 +36,7 @@ from coxswain_controller.translate.inputs import Inputs, Obj, Options, meta, nam
 from coxswain_controller.translate.pipeline import translate
 from coxswain_controller.translate.result import Event
 from coxswain_controller.translate.scopes import SHARED_POOL
-from coxswain_routing import HostRoutes
+from coxswain_routing import HostRoutes, StreamRoute
 
 __all__ = ["REPORT_CLASS", "migration_report", "render_report"]
 
@@ -139,13 +139,17 @@ def _original_class(plan: IngressPlan, foreign: Mapping[tuple[str, str], str]) -
 
 
 def _served_ingresses(resources: Iterable[Any]) -> set[tuple[str, str]]:
-    return {
-        (rule.id.namespace, rule.id.name)
-        for resource in resources
-        if isinstance(resource, HostRoutes) and resource.table == "ingress"
-        for rule in resource.rules
-        if rule.id.kind == "Ingress"
-    }
+    """Every Ingress with a rule served, or a host passed through (ssl-passthrough)."""
+    found = set()
+    for resource in resources:
+        if isinstance(resource, HostRoutes) and resource.table == "ingress":
+            ids = [rule.id for rule in resource.rules]
+        elif isinstance(resource, StreamRoute):
+            ids = [match.id for match in resource.matches]
+        else:
+            continue
+        found |= {(i.namespace, i.name) for i in ids if i.kind == "Ingress"}
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +184,8 @@ def _entry(
     notes = _notes(plan, found, ctx)
     if plan.canary and served:
         notes.append("a canary: its split is in its main Ingress's HTTPRoutes")
-    routes = _routes(plan, ctx, gateway) if served and not plan.canary else []
+    http = served and not plan.canary and not plan.policy.passthrough
+    routes = _routes(plan, ctx, gateway) if http else []
     policy, said = report_policies.policy_manifest(plan, routes)
     if policy is not None and any(p.startswith("auth-url:") for p in problems):
         # Where the Ingress answers 500, a CoxswainPolicy that cannot be honoured attaches
@@ -189,7 +194,7 @@ def _entry(
             "the CoxswainPolicy's externalAuth names a Service that is not found, and a policy "
             "that cannot be honoured attaches nothing: apply these routes once it exists"
         )
-    manifests, tls_notes = report_tls.tls_part(plan) if served else ({}, [])
+    manifests, tls_notes = report_tls.tls_part(plan, ctx, gateway) if served else ({}, [])
     if notes + said + tls_notes:
         entry["notes"] = notes + said + tls_notes
     if routes:

@@ -276,3 +276,14 @@ def test_proxy_ssl_is_reported_as_a_backend_tls_policy_that_translates() -> None
     }
     [served] = tls
     assert served is not None and served.sni == "web.shop.internal" and served.ca_bundle_pem
+
+
+def test_ssl_passthrough_is_reported_as_tls_routes() -> None:
+    report = entries("ingress-nginx-ssl-passthrough")
+    passed = report["shop/pass"]
+    assert passed["served"] and "httpRoutes" not in passed
+    [route] = passed["tlsRoutes"]
+    assert route["spec"]["hostnames"] == ["pass.example.com"]
+    assert route["spec"]["rules"] == [{"backendRefs": [{"name": "secure", "port": 443}]}]
+    assert route["spec"]["parentRefs"][0]["sectionName"] == "tls-passthrough"
+    assert report["shop/named"]["tlsRoutes"][0]["spec"]["rules"][0]["backendRefs"][0]["port"] == 443

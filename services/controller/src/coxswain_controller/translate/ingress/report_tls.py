@@ -5,13 +5,16 @@ Where it sits: `report._entry` asks `tls_part` for each Ingress it reports, besi
 HTTPRoutes and CoxswainPolicy. proxy-ssl-* is a BackendTLSPolicy per backend Service (its
 `caCertificateRefs` the Secret, whose ca.crt Coxswain reads; its `hostname` proxy-ssl-name); the
 client certificate is a Gateway's `spec.tls.backend.clientCertificateRef`, one per Gateway
-rather than per backend, which the notes say.
+rather than per backend, which the notes say. ssl-passthrough is a TLSRoute per host passed
+through, attached to a TLS listener in Passthrough mode.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from coxswain_controller.translate.ingress import lowering
+from coxswain_controller.translate.ingress.passthrough import ROOT, passable
 from coxswain_controller.translate.ingress.plans import IngressPlan
 
 __all__ = ["tls_part"]
@@ -19,10 +22,19 @@ __all__ = ["tls_part"]
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 
 
-def tls_part(plan: IngressPlan) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+def tls_part(
+    plan: IngressPlan, ctx: lowering.Context, gateway: tuple[str, str]
+) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """(manifests by report key, notes) for the Ingress's TLS annotations."""
     manifests: dict[str, list[dict[str, Any]]] = {}
     notes: list[str] = []
+    if plan.policy.passthrough:
+        manifests["tlsRoutes"] = _tls_routes(plan, ctx, gateway)
+        notes.append(
+            "ssl-passthrough: the TLSRoutes below attach to a Gateway listener of protocol TLS "
+            "(tls.mode Passthrough), named tls-passthrough; in the Gateway API a port serves "
+            "one protocol, so it cannot be the HTTPS listener's port, as it is for ingress-nginx"
+        )
     if plan.policy.backend_tls is not None and plan.backend_tls is not None:
         manifests["backendTLSPolicies"] = _backend_policies(plan)
         if plan.backend_tls.client_certificate is not None:
@@ -53,3 +65,31 @@ def _backend_policies(plan: IngressPlan) -> list[dict[str, Any]]:
         }
         for service in services
     ]
+
+
+def _tls_routes(
+    plan: IngressPlan, ctx: lowering.Context, gateway: tuple[str, str]
+) -> list[dict[str, Any]]:
+    roots = [p for p in plan.paths if p.value == ROOT and passable(p.host)]
+    parent: dict[str, Any] = {"name": gateway[1], "sectionName": "tls-passthrough"}
+    if gateway[0]:
+        parent["namespace"] = gateway[0]
+    routes = []
+    for i, path in enumerate(sorted(roots, key=lambda p: p.host)):
+        ref = lowering.backend_ref(plan, path.backend, ctx, 1)
+        routes.append(
+            {
+                "apiVersion": GATEWAY_API,
+                "kind": "TLSRoute",
+                "metadata": {
+                    "name": plan.ref.name if len(roots) == 1 else f"{plan.ref.name}-{i}",
+                    "namespace": plan.ref.namespace,
+                },
+                "spec": {
+                    "parentRefs": [parent],
+                    "hostnames": [path.host],
+                    "rules": [{"backendRefs": [{"name": ref["name"], "port": ref["port"]}]}],
+                },
+            }
+        )
+    return routes

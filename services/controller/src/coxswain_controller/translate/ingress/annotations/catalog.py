@@ -151,7 +151,12 @@ _ENTRIES: dict[str, Entry] = {
         "the weights (after canary-by-header)",
     ),
     # TLS
-    "ssl-passthrough": _later("TLS", "TLS passthrough for Ingress hosts is not built yet"),
+    "ssl-passthrough": _h(
+        "TLS",
+        "each host's TLS connections are relayed unread, by the server name (exact hosts only, "
+        "as ingress-nginx), to the Service port of its path /; other paths and every other "
+        "annotation are ignored, and nothing is served on the HTTP port",
+    ),
     "ssl-ciphers": _i("TLS", "the proxy's TLS settings apply"),
     "ssl-prefer-server-ciphers": _i("TLS", "the proxy's TLS settings apply"),
     # Backend TLS
@@ -353,7 +358,6 @@ CATALOG: dict[str, Entry] = dict(sorted(_ENTRIES.items()))
 # Refused features whose "off" value asks for nothing: "false" is ignored, not refused.
 OFF_IS_HARMLESS = frozenset(
     {
-        "ssl-passthrough",
         "from-to-www-redirect",
         "enable-modsecurity",
         "enable-owasp-core-rules",

@@ -287,8 +287,16 @@ def test_canary_keys_without_canary_true_are_ignored() -> None:
 def test_an_off_switch_of_a_feature_not_built_asks_for_nothing() -> None:
     policy = read(keys(ssl_passthrough="false", enable_modsecurity="false"))
     assert policy.served and set(fates(policy).values()) == {Fate.IGNORED}
-    assert not read(keys(ssl_passthrough="true")).served
-    assert "ssl-passthrough" in catalog.OFF_IS_HARMLESS
+    assert not read(keys(enable_modsecurity="true")).served
+    assert "enable-modsecurity" in catalog.OFF_IS_HARMLESS
+
+
+def test_ssl_passthrough_makes_every_other_key_moot() -> None:
+    policy = read(keys(ssl_passthrough="true", rewrite_target="/", limit_rps="5"))
+    assert policy.served and policy.passthrough
+    assert fates(policy)["ssl-passthrough"] is Fate.HONOURED
+    assert {fates(policy)[k] for k in ("rewrite-target", "limit-rps")} == {Fate.IGNORED}
+    assert not policy.regex and policy.limits.rps == 0
 
 
 def test_durations_stay_within_the_gateway_api_digits() -> None:

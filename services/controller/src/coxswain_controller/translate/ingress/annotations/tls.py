@@ -240,8 +240,12 @@ def _match_cn(text: str) -> str:
 
 
 def _passthrough(r: Reader, p: Policy) -> None:
-    if not r.parse("ssl-passthrough", values.boolean):
+    wanted = r.attempt("ssl-passthrough", values.boolean)
+    if wanted is False:
+        r.ignore("ssl-passthrough", "off, which is what Coxswain does")
+    if not wanted:
         return
+    r.honour("ssl-passthrough")
     p.passthrough = True
     read: Mapping[str, tuple[str, str]] = r.found
     for i, verdict in enumerate(p.verdicts):
