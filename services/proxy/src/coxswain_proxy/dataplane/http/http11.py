@@ -52,6 +52,9 @@ HOST = b"host"
 TRANSFER_ENCODING = b"transfer-encoding"
 _OWS = headchecks.OWS
 _CONNECTION_FIELDS = headchecks.CONNECTION_FIELDS
+# How long a connection closed with a request body still arriving reads and drops what the
+# client sends before it closes (nginx's lingering_timeout is 5 s too).
+LINGER_SECONDS = 5.0
 
 
 class HttpConnection(asyncio.Protocol):
@@ -59,7 +62,7 @@ class HttpConnection(asyncio.Protocol):
         "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
         "current", "queue", "parsing", "url", "headers", "size", "host", "says_connection",
         "clock", "last_active", "head_started", "closed", "tunnel", "write_paused", "drain",
-        "forwarded", "limit", "outbox", "write",
+        "forwarded", "limit", "outbox", "write", "lingering",
         "codings", "refusing", "target_limit",
     )  # fmt: skip
 
@@ -95,6 +98,7 @@ class HttpConnection(asyncio.Protocol):
         self.codings: bytes | None = None  # the head's Transfer-Encoding values, joined
         self.refusing = 0  # a request could not be parsed: the status it gets in its turn
         self.target_limit = rt.config.max_target_bytes
+        self.lingering = 0.0  # closed with a body still arriving: when the half-close began
 
     # ------------------------------------------------------------------ connection lifetime
 
@@ -140,15 +144,18 @@ class HttpConnection(asyncio.Protocol):
             self.current.resume_upstream()
 
     def eof_received(self) -> bool | None:
-        # A client that half-closes still gets the answers to what it sent.
-        return self.current is not None
+        # A client that half-closes still gets the answers to what it sent; one that ends
+        # while the proxy lingers has read its answer: the transport may close.
+        return self.current is not None and not self.lingering
 
     def data_received(self, data: bytes) -> None:
         if self.tunnel is not None:
             self.tunnel.write(data)
             return
-        if self.refusing:
-            return  # what follows a request that could not be parsed is read and dropped
+        if self.refusing or self.closed:
+            # What follows a request that could not be parsed, or what a client still sends
+            # while the proxy lingers after answering (`close`), is read and dropped.
+            return
         self.last_active = self.clock()
         while True:
             try:
@@ -217,17 +224,44 @@ class HttpConnection(asyncio.Protocol):
         self.close()
 
     def close(self) -> None:
-        if self.transport is not None and not self.closed:
+        transport = self.transport
+        if transport is not None and not self.closed:
             self.closed = True
             self.outbox.flush()  # what was sent before goes out before the close
-            self.transport.close()
+            parsing = self.parsing
+            if (
+                parsing is not None
+                and not parsing.request_done
+                and heads.has_body(parsing.headers)
+                and transport.can_write_eof()
+            ):
+                # Answered (a 413, a 401) with the request's body still arriving: a close with
+                # unread bytes resets the connection, and the client may lose the answer with
+                # it. RFC 9112 §9.6: "a server ... SHOULD initiate a lingering close: first
+                # half-close ... then continue to read from the connection ... until it
+                # receives a corresponding close by the client, or until the server is
+                # reasonably certain that its own TCP stack has received the client's
+                # acknowledgement". What arrives is dropped; the sweep ends it after
+                # LINGER_SECONDS. (TLS has no half-close: it closes at once.)
+                transport.write_eof()
+                self.lingering = self.clock()
+                self.gate.held = 0
+                transport.resume_reading()
+                return
+            transport.close()
 
     def sweep(self, now: float) -> None:
         """Called every second: a client too slow with a request's head or body gets 408, a
         connection idle between requests is closed. The clocks: `head_started` from a head's
         first byte; `last_active` from the last read inside a body, and between requests from
         the last read or the last sweep that saw a response under way (so from its end)."""
-        if self.closed or self.tunnel is not None:
+        if self.closed:
+            if self.lingering and now - self.lingering > LINGER_SECONDS:
+                self.lingering = 0.0
+                assert self.transport is not None
+                self.transport.close()
+            return
+        if self.tunnel is not None:
             return  # a tunnel's bytes are not HTTP requests: none of these bounds apply
         if self.gate.held:
             # The proxy holds reading (a pipelined request waits its turn, the upstream is

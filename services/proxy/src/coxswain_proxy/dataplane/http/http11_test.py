@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -372,6 +373,28 @@ async def test_oversized_request_headers_get_431() -> None:
     ):
         c.send(b"GET / HTTP/1.1\r\nHost: example.com\r\nX-Big: " + b"a" * 2000 + b"\r\n\r\n")
         assert (await c.closed()).startswith(b"HTTP/1.1 431")
+
+
+def _post_all_then_read(port: int, body_size: int) -> bytes:
+    """A client that sends its whole request body before it reads, as most do."""
+    head = f"POST / HTTP/1.1\r\nHost: nobody.example\r\nContent-Length: {body_size}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(head.encode() + b"x" * body_size)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer
+
+
+async def test_an_answer_before_the_body_is_read_reaches_a_client_still_sending_it() -> None:
+    # RFC 9112 §9.6's lingering close: the proxy answers (here 404) at the head, half-closes
+    # and drops the 4 MiB that follow, so the client reads the answer instead of a reset, and
+    # the connection ends when the client's does.
+    async with echo_plane(t.rule("r", t.backend("echo"), path="/only")) as (port, _):
+        answer = await asyncio.to_thread(_post_all_then_read, port, 4 * 1024 * 1024)
+    assert answer.startswith(b"HTTP/1.1 404"), answer[:80]
+    assert b"connection: close" in answer.lower()
 
 
 @pytest.mark.parametrize(
