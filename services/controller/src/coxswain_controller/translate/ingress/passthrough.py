@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from coxswain_controller.translate.backends.resolver import BackendResolver
+from coxswain_controller.translate.guard import MALFORMED, malformed_event
 from coxswain_controller.translate.ingress import lowering
 from coxswain_controller.translate.ingress.canaries import INVALID_ANNOTATION
 from coxswain_controller.translate.ingress.plans import IngressPlan, PathPlan
@@ -53,7 +54,17 @@ def pass_through(
     passed = Passed()
     for plan in plans:
         if plan.served and not plan.canary and plan.policy.passthrough:
-            _claim(plan, ctx, resolver, passed)
+            # Claimed apart, then kept whole: a field of the wrong shape found half-way (its
+            # Service's, say) leaves none of this Ingress's hosts claimed, as `lowering` does.
+            claimed = Passed(owners=dict(passed.owners))
+            try:
+                _claim(plan, ctx, resolver, claimed)
+            except MALFORMED as exc:
+                passed.events.append(malformed_event("Ingress", plan.obj, exc))
+                continue
+            passed.matches.update(claimed.matches)
+            passed.owners.update(claimed.owners)
+            passed.events += claimed.events
     for plan in plans:
         if not plan.policy.passthrough and plan.served:
             _shadowed(plan, passed)
