@@ -76,7 +76,12 @@ error_log {root}/error.log;
 events {{ worker_connections 4096; }}
 http {{
   access_log off;
-  upstream backend {{ server 127.0.0.1:{BACKEND_PORT}; keepalive 128; }}
+  # nginx's default (1000) ends a client's connection after 1000 requests: wrk reconnects,
+  # h2load does not (the rest of its run has fewer connections), and the proxy sets no such
+  # limit. Enough idle upstream connections for h2load's 500 concurrent streams, or nginx
+  # opens and closes upstream connections per request.
+  keepalive_requests 1000000;
+  upstream backend {{ server 127.0.0.1:{BACKEND_PORT}; keepalive 1024; }}
   server {{
     listen {listen};
     {body}
@@ -371,7 +376,7 @@ def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> No
         listen=f"127.0.0.1:{nport}",
         body=proxy_body
         + "".join(f" }}\n  server {{ {server} " for server in servers)
-        + f" }}\n  upstream grpcbackend {{ server 127.0.0.1:{GRPC_BACKEND_PORT}; keepalive 128; ",
+        + f" }}\n  upstream grpcbackend {{ server 127.0.0.1:{GRPC_BACKEND_PORT}; keepalive 1024; ",
     )
     nginx = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"])
     cox = coxswain_process(workers, cport, ctls, root)
