@@ -21,7 +21,6 @@ import json
 import os
 import re
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ import pytest
 from coxswain_devkit import demo
 from coxswain_devkit.apiserver import kubectl_tool
 from coxswain_devkit.stack import Launcher, Stack, StackPorts
+from coxswain_devkit.waiting import until
 
 MANIFESTS = Path("deploy/examples/demo")
 WAIT = 60.0
@@ -40,17 +40,7 @@ COMMAND = re.compile(r"(curl|for|kubectl|/\S+/grpc-call) ")
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return until(predicate, what, within=timeout, tolerate=(OSError, http.client.HTTPException))
 
 
 @dataclass

@@ -23,7 +23,6 @@ import http.client
 import http.server
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ import kubernetes
 import pytest
 
 from coxswain_devkit.stack import Launcher, Stack, StackPorts
+from coxswain_devkit.waiting import until
 
 WAIT = 60.0
 GROUP, VERSION = "gateway.networking.k8s.io", "v1"
@@ -42,17 +42,7 @@ DENIAL = b"Access denied by external auth server"
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(predicate, what, within=timeout, tolerate=(OSError, http.client.HTTPException))
 
 
 @dataclass

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import kubernetes
 import pytest
 
 from coxswain_devkit.stack import Launcher, Stack, StackPorts
+from coxswain_devkit.waiting import until
 
 WAIT = 60.0
 GROUP, VERSION = "gateway.networking.k8s.io", "v1"
@@ -39,17 +39,7 @@ PLURALS = {"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute":
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(predicate, what, within=timeout, tolerate=(OSError, http.client.HTTPException))
 
 
 class Answer:

@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from coxswain_devkit.echo import grpc_messages as pb
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.processes import ServiceProcess
 from coxswain_devkit.stack import Launcher, Stack, StackPorts, tls_secret
+from coxswain_devkit.waiting import until
 
 WAIT = 60.0
 GROUP = "gateway.networking.k8s.io"
@@ -50,17 +50,12 @@ HOSTS = ["web.example", "grpc.example"]
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException, grpc.RpcError):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(
+        predicate,
+        what,
+        within=timeout,
+        tolerate=(OSError, http.client.HTTPException, grpc.RpcError),
+    )
 
 
 # ------------------------------------------------------------------------------ tools

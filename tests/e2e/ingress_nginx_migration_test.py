@@ -30,7 +30,6 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from coxswain_devkit.echo import grpc_call
 from coxswain_devkit.echo import grpc_messages as pb
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.stack import Launcher, Stack, StackPorts, tls_secret
+from coxswain_devkit.waiting import until
 
 DATA = Path(__file__).parent / "ingress_nginx"
 WAIT = 60.0
@@ -57,17 +57,12 @@ SESSION = "_oauth2_proxy"  # oauth2-proxy's cookie
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException, grpc.RpcError):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(
+        predicate,
+        what,
+        within=timeout,
+        tolerate=(OSError, http.client.HTTPException, grpc.RpcError),
+    )
 
 
 @dataclass

@@ -16,7 +16,6 @@ import http.client
 import json
 import socket
 import ssl
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.stack import Launcher, Stack, StackPorts, tls_secret
+from coxswain_devkit.waiting import until
 
 WAIT = 60.0
 NS = "e2e-nginx"
@@ -34,17 +34,7 @@ P = "nginx.ingress.kubernetes.io/"
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(predicate, what, within=timeout, tolerate=(OSError, http.client.HTTPException))
 
 
 def request(port: int, host: str, path: str = "/") -> tuple[int, dict[str, str], dict[str, Any]]:

@@ -30,7 +30,6 @@ import json
 import socket
 import ssl
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -47,6 +46,7 @@ from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.processes import ProcessError, ServiceProcess
 from coxswain_devkit.stack import Launcher
 from coxswain_devkit.traffic import FAILURES, pod
+from coxswain_devkit.waiting import until
 from helm import chart
 
 WAIT = 90.0
@@ -74,18 +74,12 @@ Obj = dict[str, Any]
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = predicate()
-        except (*FAILURES, kubernetes.client.ApiException, urllib.error.URLError) as err:
-            last = err
-        if last and not isinstance(last, Exception):
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-        time.sleep(0.2)
+    return until(
+        predicate,
+        what,
+        within=timeout,
+        tolerate=(*FAILURES, kubernetes.client.ApiException, urllib.error.URLError),
+    )
 
 
 class Install:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import pytest
 
 from coxswain_devkit.stack import Launcher, Stack, StackPorts
 from coxswain_devkit.traffic import FAILURES, Traffic, get, pod
+from coxswain_devkit.waiting import until
 
 WAIT = 90.0
 GROUP, VERSION = "gateway.networking.k8s.io", "v1"
@@ -49,17 +49,7 @@ ECHOES = [*((ns, "one") for ns in NAMESPACES), ("e2e-isolation", "two")]
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except FAILURES:
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(predicate, what, within=timeout, tolerate=FAILURES)
 
 
 def listener(name: str, port: int) -> dict[str, Any]:

@@ -24,7 +24,6 @@ import socket
 import socketserver
 import struct
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ import kubernetes
 import pytest
 
 from coxswain_devkit.stack import Launcher, Stack, StackPorts, free_port
+from coxswain_devkit.waiting import until
 
 WAIT = 60.0
 GROUP = "gateway.networking.k8s.io"
@@ -44,17 +44,7 @@ HOST = "retry.example"
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(predicate, what, within=timeout, tolerate=(OSError, http.client.HTTPException))
 
 
 # ------------------------------------------------------------------------------ the backend

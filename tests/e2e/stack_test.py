@@ -16,7 +16,6 @@ import json
 import socket
 import ssl
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,23 +25,14 @@ import pytest
 
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.stack import Launcher, Stack, StackPorts, tls_secret
+from coxswain_devkit.waiting import until
 
 WAIT = 60.0
 GROUP, VERSION = "gateway.networking.k8s.io", "v1"
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(predicate, what, within=timeout, tolerate=(OSError, http.client.HTTPException))
 
 
 def get(

@@ -23,7 +23,6 @@ import socket
 import socketserver
 import ssl
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import pytest
 from coxswain_devkit.loadbalancer import PORT_OFFSET_ANNOTATION
 from coxswain_devkit.pki import CertificateAuthority
 from coxswain_devkit.stack import Launcher, Stack, StackPorts
+from coxswain_devkit.waiting import until
 
 WAIT = 60.0
 GROUP = "gateway.networking.k8s.io"
@@ -64,17 +64,9 @@ LISTENERS = [
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException, ssl.SSLError):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(
+        predicate, what, within=timeout, tolerate=(OSError, http.client.HTTPException, ssl.SSLError)
+    )
 
 
 # ------------------------------------------------------------------------------ backends

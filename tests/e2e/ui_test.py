@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Page, Playwright, sync_playwright
 
 from coxswain_devkit.stack import Launcher, Stack, StackPorts
+from coxswain_devkit.waiting import until
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -49,17 +49,7 @@ PAGE_MS = 30_000
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = predicate()
-        except (OSError, http.client.HTTPException):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return until(predicate, what, within=timeout, tolerate=(OSError, http.client.HTTPException))
 
 
 # ------------------------------------------------------------------ the browser

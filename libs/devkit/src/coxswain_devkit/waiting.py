@@ -8,18 +8,19 @@ hang into a failure that says what was awaited and what was last seen; it assert
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-__all__ = ["NotYet", "eventually"]
+__all__ = ["NotYet", "eventually", "until"]
 
 T = TypeVar("T")
 
 POLL_SECONDS = 0.05
 
 
-class NotYet(Exception):
-    """What was awaited did not happen within the bound."""
+class NotYet(AssertionError):
+    """What was awaited did not happen within the bound (a failed expectation, to pytest)."""
 
 
 async def eventually(
@@ -36,3 +37,31 @@ async def eventually(
         if loop.time() > deadline:
             raise NotYet(f"{what}: not within {within}s (last seen: {last!r})")
         await asyncio.sleep(POLL_SECONDS)
+
+
+def until(
+    check: Callable[[], T | None],
+    what: str,
+    *,
+    within: float = 60.0,
+    tolerate: tuple[type[BaseException], ...] = (OSError,),
+    every: float = 0.1,
+) -> T:
+    """`eventually` for callers without an event loop (the e2e tests, which talk to processes
+    over sockets): the first truthy result of `check()`, polled every `every` seconds. An
+    exception of `tolerate` (a service not listening yet) counts as not yet and is what the
+    failure reports as last seen."""
+    deadline = time.monotonic() + within
+    last: object = None
+    while True:
+        try:
+            found = check()
+        except tolerate as err:
+            found, last = None, err
+        else:
+            last = found
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise NotYet(f"{what}: not within {within}s (last seen: {last!r})")
+        time.sleep(every)
