@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 BACKLOG = 2048
 
+# (routing port, the port's protocol factory) -> the factory its server calls at each accept.
+Accepting = Callable[[int, Callable[[], asyncio.Protocol]], Callable[[], asyncio.Protocol]]
+
 
 @dataclass(slots=True)
 class BoundListener:
@@ -52,8 +55,10 @@ class Listeners:
         port_map: Callable[[int], int] = lambda p: p,
         reuse_port: bool = False,
         sockets: dict[int, socket.socket] | None = None,
+        accepting: Accepting | None = None,
     ) -> None:
         self._rt = rt
+        self._accepting = accepting  # wraps each port's factory: `balance.Balancer.wrap`
         self._address = address
         self._port_map = port_map  # routing port -> port to bind (tests bind 0)
         self._reuse_port = reuse_port  # workers each bind the same ports
@@ -74,7 +79,10 @@ class Listeners:
 
     async def _bind(self, info: PortInfo) -> None:
         try:
-            server = await self._serve(self._factory(info), info)
+            factory = self._factory(info)
+            if self._accepting is not None:
+                factory = self._accepting(info.port, factory)
+            server = await self._serve(factory, info)
         except OSError as exc:
             fields = {"port": info.port, "error": exc.strerror or str(exc)}
             level = (
