@@ -19,12 +19,13 @@ __all__ = ["merge_status"]
 Status = dict[str, Any]
 
 # Condition types this controller owns but writes only while they hold: when a verdict leaves
-# one out, the live one is ours to withdraw, not a foreign type to keep. OverlappingTLSConfig and
-# InsecureFrontendValidationMode are negative polarity (written only while True); a Gateway's
-# own ResolvedRefs is written only while its spec.tls.backend names a certificate (everywhere
-# else this controller writes ResolvedRefs, it writes it on every pass).
+# one out, the live one is ours to withdraw, not a foreign type to keep. OverlappingTLSConfig,
+# InsecureFrontendValidationMode and a route's PartiallyInvalid are negative polarity (written
+# only while True); a Gateway's own ResolvedRefs is written only while its spec.tls.backend
+# names a certificate (everywhere else this controller writes ResolvedRefs, it writes it on
+# every pass).
 WRITTEN_ONLY_WHILE_TRUE = frozenset(
-    {"OverlappingTLSConfig", "InsecureFrontendValidationMode", "ResolvedRefs"}
+    {"OverlappingTLSConfig", "InsecureFrontendValidationMode", "PartiallyInvalid", "ResolvedRefs"}
 )
 
 

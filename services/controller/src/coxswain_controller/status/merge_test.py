@@ -3,11 +3,11 @@
 Covers foreign condition types kept, other controllers' parents entries kept, our stale parents
 entries dropped, lastTransitionTime kept while a condition's status holds, a negative-polarity
 condition of ours withdrawn once the verdict leaves it out (a Gateway's
-InsecureFrontendValidationMode and its own ResolvedRefs too), and "no write" when the live status
-already says what the verdict says; status.addresses replaced whole, or dropped when there are
-none; a policy's ancestors merged as a route's parents are, other controllers' kept and ours
-dropped when none is left; a Gateway's attachedListenerSets written and withdrawn, a
-GatewayClass's supportedFeatures replaced whole.
+InsecureFrontendValidationMode and its own ResolvedRefs, a route's PartiallyInvalid too), and
+"no write" when the live status already says what the verdict says; status.addresses replaced
+whole, or dropped when there are none; a policy's ancestors merged as a route's parents are,
+other controllers' kept and ours dropped when none is left; a Gateway's attachedListenerSets
+written and withdrawn, a GatewayClass's supportedFeatures replaced whole.
 """
 
 from __future__ import annotations
@@ -146,6 +146,28 @@ def test_a_negative_polarity_condition_is_withdrawn_when_no_longer_true() -> Non
     assert merged is not None
     types = [c["type"] for c in merged["listeners"][0]["conditions"]]
     assert types == ["example.com/Audited", "Accepted"]
+
+
+def test_a_routes_partially_invalid_is_withdrawn_once_no_rule_is_dropped() -> None:
+    entry = {"parentRef": {"name": "gw"}, "controllerName": ME}
+    live = {
+        "parents": [
+            {
+                **entry,
+                "conditions": [
+                    cond("Accepted", "True", "Accepted"),
+                    cond("ResolvedRefs", "False", "BackendNotFound"),
+                    cond("PartiallyInvalid", "True", "UnsupportedValue"),
+                ],
+            }
+        ]
+    }
+    fixed = [ours("Accepted", "True", "Accepted"), ours("ResolvedRefs", "True", "ResolvedRefs")]
+    merged = merge_status(
+        live, {"parents": [{**entry, "conditions": fixed}]}, controller=ME, now="t1"
+    )
+    assert merged is not None
+    assert [c["type"] for c in merged["parents"][0]["conditions"]] == ["Accepted", "ResolvedRefs"]
 
 
 def test_addresses_are_replaced_whole_and_dropped_when_there_are_none() -> None:

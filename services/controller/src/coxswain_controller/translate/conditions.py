@@ -16,6 +16,9 @@ class ConditionType(StrEnum):
     OVERLAPPING_TLS_CONFIG = "OverlappingTLSConfig"
     # A Gateway's: True while some frontend validation is AllowInsecureFallback, else withdrawn.
     INSECURE_FRONTEND_VALIDATION_MODE = "InsecureFrontendValidationMode"
+    # A route's, written only while True (status.merge withdraws it otherwise): some rules are
+    # dropped while the others are served (Gateway API RouteConditionPartiallyInvalid).
+    PARTIALLY_INVALID = "PartiallyInvalid"
 
 
 class Reason(StrEnum):

@@ -16,9 +16,12 @@ not sent to the auth service), and a malformed path or header name.
 A backendRef that does not resolve keeps the filter and leaves it naming no endpoints: the
 route's ResolvedRefs is False with the resolver's reason and the rule's requests are answered
 500. HTTPRouteFilter.externalAuth: "If there is any problem communicating with the external
-service, this filter MUST fail closed." An auth Service governed by a BackendTLSPolicy, or
-speaking h2c, cannot be reached as it asks (the auth exchange is cleartext HTTP/1.1): it is
-unresolved the same way, UnsupportedProtocol.
+service, this filter MUST fail closed." So the rule is dropped: its matches stay and fail closed
+rather than let its requests fall through to another rule, and while another rule of the route
+is served the route is PartiallyInvalid (`httproutes`; the upstream
+HTTPRouteExternalAuthPartiallyInvalid test asks for it, and for 403 or 5xx on the dropped rule).
+An auth Service governed by a BackendTLSPolicy, or speaking h2c, cannot be reached as it asks
+(the auth exchange is cleartext HTTP/1.1): it is unresolved the same way, UnsupportedProtocol.
 """
 
 from __future__ import annotations

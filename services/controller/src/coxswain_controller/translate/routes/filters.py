@@ -1,16 +1,18 @@
 """HTTPRoute and GRPCRoute filters to model filters, refusing what cannot be honoured.
 
 Spec 003 "Filters": "A filter this build cannot honor — ExtensionRef, ..., a repeated filter
-type, a malformed hostname, header, scheme, port or status — makes the route not served until
-it is fixed, because ignoring a filter would serve the route wrongly rather than partially."
-The one partial failure: a RequestMirror whose reference does not resolve is dropped and the
-route's ResolvedRefs is False. A route kind with fewer filter types (GRPCRoute: spec 003
-"RequestHeaderModifier, ResponseHeaderModifier and RequestMirror are the HTTPRoute's filters;
-ExtensionRef is not honored") passes the types it carries as `allowed`; any other is refused.
-Every value a filter would put on the wire (header names and values, hostnames, paths, scheme,
-port, status, CORS lists) is checked by `wire_values` before the filter is converted; a filter
-with a malformed value is refused and not converted. Checks across a filter's values (a header
-named twice) are the model's `Rule.validate`, run on the compiled rule.
+type, a malformed hostname, header, scheme, port or status — makes the route not served until it
+is fixed, because ignoring a filter would serve the route wrongly rather than partially." Two
+partial failures: a RequestMirror whose reference does not resolve is dropped and the route's
+ResolvedRefs is False (the rule is served without it); an ExternalAuth whose reference does not
+resolve drops its whole rule (`fails_closed`, `external_auth`). A route kind with fewer filter
+types (GRPCRoute: spec 003 "RequestHeaderModifier, ResponseHeaderModifier and RequestMirror are
+the HTTPRoute's filters; ExtensionRef is not honored") passes the types it carries as `allowed`;
+any other is refused. Every value a filter would put on the wire (header names and values,
+hostnames, paths, scheme, port, status, CORS lists) is checked by `wire_values` before the
+filter is converted; a filter with a malformed value is refused and not converted. Checks across
+a filter's values (a header named twice) are the model's `Rule.validate`, run on the compiled
+rule.
 
 ExternalAuth (`external_auth`) is not a model filter but the rule's external auth policy,
 which the proxy runs before anything else of the rule changes or answers the request: the
@@ -65,6 +67,9 @@ class FilterResult:
     unresolved: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # reported and ignored
     external_auth: ExternalAuth | None = None  # the ExternalAuth filter, for the rule's policy
+    # Why the rule's every request is answered 500: an ExternalAuth that cannot ask its auth
+    # service fails closed, so nothing else the rule declares is ever done (the rule is dropped).
+    fails_closed: list[str] = field(default_factory=list)
 
 
 def convert_filters(
@@ -147,6 +152,7 @@ def _convert(
         )
         result.refused += [f"{at}.{problem}" for problem in lowered.refused]
         result.unresolved += lowered.unresolved
+        result.fails_closed += [f"{at}: {message}" for _, message in lowered.unresolved]
         result.external_auth = lowered.auth
         return []
     result.refused.append(f"{at}: filter type {kind or '(none)'} is not supported")

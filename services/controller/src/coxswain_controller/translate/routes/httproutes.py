@@ -11,6 +11,13 @@ NotAllowedByListeners, NoMatchingListenerHostname, ... or UnsupportedValue for .
 cannot be honored ... each of which unserves the whole route. ResolvedRefs is False with
 BackendNotFound, InvalidKind, RefNotPermitted or UnsupportedProtocol ... when any backendRef did
 not resolve; the route stays attached and the unresolved reference answers with an error."
+
+A rule whose ExternalAuth filter cannot ask its auth service is dropped: it fails closed, every
+request it matches answered 500, none of its other filters or backendRefs ever applied. While
+other rules of the route are served, the route is also PartiallyInvalid (the Gateway API's
+RouteConditionPartiallyInvalid, the "Drop Rule(s)" approach; the upstream
+HTTPRouteExternalAuthPartiallyInvalid test). A backendRef that does not resolve drops nothing:
+its rule is served, and the reference's share of requests is the API's 500.
 """
 
 from __future__ import annotations
@@ -189,7 +196,30 @@ def _conditions(outcome: ParentOutcome, compiled: RouteRules) -> tuple[Condition
         resolved = Condition(
             ConditionType.RESOLVED_REFS, True, Reason.RESOLVED_REFS, "all references resolved"
         )
-    return (accepted, resolved)
+    partial = _partially_invalid(compiled) if accepted.status else None
+    return (accepted, resolved) if partial is None else (accepted, resolved, partial)
+
+
+def _partially_invalid(compiled: RouteRules) -> Condition | None:
+    """PartiallyInvalid, True, while some rules are dropped and others served; None otherwise.
+
+    Gateway API RouteConditionPartiallyInvalid: the "Drop Rule(s)" approach, its message
+    starting "Dropped Rule" and naming the rules dropped, Accepted True; "This condition MUST
+    NOT be set if a Route is fully valid, fully invalid, or not accepted", so it is only ever
+    written True (status.merge withdraws it)."""
+    dropped = compiled.dropped
+    if not dropped or len(dropped) >= len(compiled.rules):
+        return None
+    labels = ", ".join(dropped)
+    head = (
+        f"Dropped Rule {labels}: its requests are answered 500"
+        if len(dropped) == 1
+        else f"Dropped Rules {labels}: their requests are answered 500"
+    )
+    why = "; ".join(m for messages in dropped.values() for m in messages)
+    return Condition(
+        ConditionType.PARTIALLY_INVALID, True, Reason.UNSUPPORTED_VALUE, f"{head}: {why}"
+    )
 
 
 def _events(

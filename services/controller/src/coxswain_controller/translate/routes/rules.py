@@ -62,6 +62,10 @@ class RouteRules:
     refused: list[str] = field(default_factory=list)  # the route is not served (UnsupportedValue)
     unresolved: list[tuple[Reason, str]] = field(default_factory=list)  # ResolvedRefs False
     notes: list[str] = field(default_factory=list)
+    # The rules dropped while the others are served: each one's label ("rules[1]", with its
+    # name when it has one) to why its every request is answered 500 (an ExternalAuth that
+    # cannot ask its auth service; `filters.FilterResult.fails_closed`).
+    dropped: dict[str, list[str]] = field(default_factory=dict)
     # Every Service the route's references name, resolved or not: what a Service change can
     # alter about it (translate.incremental.patch).
     services: frozenset[tuple[str, str]] = frozenset()
@@ -101,6 +105,9 @@ def _rule(
     grpc = kind == grpcroutes.KIND
     matches = _matches(raw.get("matches") or [{}], grpc, at, out)
     converted = _filters(raw.get("filters") or [], at, _Scope(kind, ns, resolver, matches), out)
+    if converted.fails_closed:
+        label = f"{at} ({raw['name']})" if raw.get("name") else at
+        out.dropped[label] = [f"{at}.{why}" for why in converted.fails_closed]
     filtered = converted.filters
     _check_prefix_rewrite(filtered, matches, at, out)
     _check_redirect(filtered, at, out)
