@@ -56,7 +56,7 @@ class _Host:
 class _Scope:
     hosts: dict[tuple[int, str], _Host] = field(default_factory=dict)
     certificates: dict[int, list[TlsCertificate]] = field(default_factory=dict)
-    client_cas: dict[int, ClientCaStore] = field(default_factory=dict)  # by bind port
+    client_cas: dict[str, ClientCaStore] = field(default_factory=dict)  # by key
     listeners: list[GatewayListeners] = field(default_factory=list)
     # Stream ports by (protocol, bind port), each server name's match ("" for TCP and UDP).
     streams: dict[tuple[ListenerProtocol, int], dict[str, StreamMatch]] = field(
@@ -194,11 +194,12 @@ class ScopeTables:
             held.append(certificate)
 
     def add_client_ca(self, scope: Scope, store: ClientCaStore) -> None:
-        """How clients' certificates are checked on one HTTPS bind port (one per port: its
-        listeners share the Gateway's validation for that port)."""
+        """How clients' certificates are checked on one HTTPS bind port (a Gateway's: its
+        listeners share the Gateway's validation for that port), or for one TLS server name on
+        it (an Ingress host's auth-tls-*): one store per key, so both kinds live side by side."""
         entry = self._scopes.setdefault(scope, _Scope())
         entry.built = None
-        entry.client_cas[store.bind_port] = store
+        entry.client_cas[store.key] = store
 
     def add_listeners(
         self,

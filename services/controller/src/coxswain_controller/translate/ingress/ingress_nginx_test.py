@@ -357,7 +357,31 @@ def test_a_refused_default_refuses_every_ingress_of_the_class_and_says_whose_it_
             "only the Ingress's own namespace",
             id="proxy-ssl-other-namespace",
         ),
-        pytest.param({"auth-tls-secret": "ns/s"}, "/", "not supported yet", id="auth-tls"),
+        pytest.param(
+            {"auth-tls-secret": "other/ca"},
+            "/",
+            "only the Ingress's own namespace",
+            id="auth-tls-other-namespace",
+        ),
+        pytest.param({"auth-tls-secret": "missing"}, "/", "not found", id="auth-tls-no-secret"),
+        pytest.param(
+            {"auth-tls-secret": "ca", "auth-tls-verify-client": "optional_no_ca"},
+            "/",
+            "no CA of auth-tls-secret signed",
+            id="auth-tls-optional-no-ca",
+        ),
+        pytest.param(
+            {"auth-tls-secret": "ca", "auth-tls-error-page": "/denied"},
+            "/",
+            "internal redirect",
+            id="auth-tls-error-page-path",
+        ),
+        pytest.param(
+            {"auth-tls-secret": "ca", "auth-tls-verify-client": "off", "auth-tls-match-cn": "CN=a"},
+            "/",
+            "every request 403",
+            id="auth-tls-match-cn-unasked",
+        ),
         pytest.param({"proxy-read-timeout": "ten"}, "/", "not a whole number", id="bad-number"),
         pytest.param({"use-regex": "true"}, "/a(", "not a regular expression", id="bad-regex"),
         pytest.param(

@@ -11,8 +11,9 @@ ingress-nginx's annotations (over the class's `defaultAnnotations`) are read int
 (`annotations`); every one refused, unknown or ignored gets an InvalidAnnotation Warning Event,
 and a refused one (a snippet, a value that cannot be honoured, a feature not built yet) leaves
 the Ingress's paths unserved rather than served wrong. The stages after reading: hosts whose
-paths are regexes (`regex_hosts`), canaries matched to their mains (`canaries`), and each
-served Ingress lowered into rules (`lowering`), oldest first.
+paths are regexes (`regex_hosts`), canaries matched to their mains (`canaries`), each served
+Ingress lowered into rules (`lowering`), each host's client certificates settled from its
+oldest Ingress asking for them (`client_tls`), and the rules added, oldest first.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from coxswain_controller.translate.gateways.certificates import load_tls_secret
 from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_event
 from coxswain_controller.translate.ingress import (
     canaries,
+    client_tls,
     lowering,
     passthrough,
     policies,
@@ -206,7 +208,8 @@ def stages(inputs: Inputs, options: Options, events: list[Event]) -> Stages:
 def _ingresses(
     inputs: Inputs, options: Options, resolver: BackendResolver, tables: ScopeTables
 ) -> list[Event]:
-    """`stages`, then each served Ingress lowered and added, oldest first."""
+    """`stages`, then each served Ingress lowered, its hosts' client certificates settled
+    (`client_tls`: a host's are its oldest served Ingress's), and each added, oldest first."""
     events: list[Event] = []
     found = stages(inputs, options, events)
     for certificate in found.certificates:
@@ -215,16 +218,33 @@ def _ingresses(
     owners: dict[tuple[str, str, str], IngressPlan] = {}
     passed = passthrough.pass_through(found.plans, ctx, resolver)
     passthrough.serve(passed, tables, options.ingress_https_port)
-    for plan in found.plans:
+    lowered = [_lowered(plan, ctx) for plan in found.plans]
+    served = [(p, low) for p, low in zip(found.plans, lowered, strict=True)
+              if isinstance(low, lowering.Lowered) and not low.refused]  # fmt: skip
+    clients = client_tls.claim(served, options.ingress_https_port, passed.owners)
+    for store in clients.stores():
+        tables.add_client_ca(SHARED_POOL, store)
+    for plan, outcome in zip(found.plans, lowered, strict=True):
         events += _annotation_events(plan)
         events += [e for e in passed.events if e.ref == plan.ref]
-        if plan.served and not plan.canary and not plan.policy.passthrough:
-            events += _serve(plan, ctx, options, tables, owners)
+        if outcome is not None:
+            events += _serve(plan, outcome, options, tables, owners, clients)
         elif plan.tls_problems:
             message = "; ".join(plan.tls_problems)
             events.append(Event(plan.ref, plan.uid, "Warning", "Rejected", message))
         events += [e for e in found.canary_events if e.ref == plan.ref]
+        events += [e for e in clients.events if e.ref == plan.ref]
     return events
+
+
+def _lowered(plan: IngressPlan, ctx: lowering.Context) -> lowering.Lowered | Event | None:
+    """The Ingress's rules (an Event: it cannot be read); None: it is not lowered at all."""
+    if not plan.served or plan.canary or plan.policy.passthrough:
+        return None
+    try:
+        return lowering.lower(plan, ctx)
+    except MALFORMED as exc:
+        return malformed_event("Ingress", plan.obj, exc)
 
 
 def _plans(inputs: Inputs, options: Options, events: list[Event]) -> list[IngressPlan]:
@@ -236,6 +256,9 @@ def _plans(inputs: Inputs, options: Options, events: list[Event]) -> list[Ingres
             plan.access_log = parameters.access_log
             policies.load_secrets(plan, inputs)
             tls_secrets.load_tls_secrets(plan, inputs)
+            refused = client_tls.refusal(plan)
+            if refused is not None:
+                plan.refusals.append(refused)
             plans.append(plan)
         except MALFORMED as exc:
             events.append(malformed_event("Ingress", ingress, exc))
@@ -257,15 +280,14 @@ def _annotation_events(plan: IngressPlan) -> list[Event]:
 
 def _serve(
     plan: IngressPlan,
-    ctx: lowering.Context,
+    lowered: lowering.Lowered | Event,
     options: Options,
     tables: ScopeTables,
     owners: dict[tuple[str, str, str], IngressPlan],
+    clients: client_tls.ClientHosts,
 ) -> list[Event]:
-    try:
-        lowered = lowering.lower(plan, ctx)
-    except MALFORMED as exc:
-        return [malformed_event("Ingress", plan.obj, exc)]
+    if isinstance(lowered, Event):
+        return [lowered]
     if lowered.refused:
         message = (
             "cannot be served as its annotations ask: "
@@ -275,9 +297,9 @@ def _serve(
         return [Event(plan.ref, plan.uid, "Warning", INVALID_ANNOTATION, message)]
     conflicts = _conflicts(plan, lowered, owners)
     for host, rules in lowered.https.items():
-        _add(tables, options.ingress_https_port, host, rules)
+        _add(tables, options.ingress_https_port, host, clients.https(host, rules))
     for host, rules in lowered.http.items():
-        _add(tables, options.ingress_http_port, host, rules)
+        _add(tables, options.ingress_http_port, host, clients.http(host, rules))
     events = [Event(plan.ref, plan.uid, "Warning", "Conflicted", c) for c in conflicts]
     problems = list(dict.fromkeys(lowered.unresolved))
     problems += [f"rule {p.index}: only Service backends are supported"

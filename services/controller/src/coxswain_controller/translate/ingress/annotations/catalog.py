@@ -10,9 +10,9 @@ The fates, and why there are exactly these:
   would in every way a client can tell (buffering, logging, tracing), or because the proxy
   already does what it asks in its own way. Each still gets an InvalidAnnotation Event.
 - refused: the Ingress's paths are not served. Snippets are never run (CVE-2025-1974 came from
-  them); what is not built yet is security or behaviour relevant (auth, limits, source ranges,
-  affinity, body size, backend TLS, client certificates): serving without it would be serving
-  wrong, so not serving is the safe answer until it is built.
+  them); what is not built yet is security or behaviour relevant (parts of auth, limits and
+  affinity): serving without it would be serving wrong, so not serving is the safe answer
+  until it is built.
 
 The set is ingress-nginx's own (its docs/user-guide/nginx-configuration/annotations-risk.md,
 plus the older names still seen in manifests); ingress-nginx is archived, so it is closed. A key
@@ -59,7 +59,6 @@ SNIPPET = "snippets are never run: raw nginx configuration is what CVE-2025-1974
 BUFFERING = "the proxy streams request and response bodies; buffering changes nothing a client sees"
 AUTH = "this part of external authentication is not built yet"
 AFFINITY = "this part of session affinity is not built yet"
-CLIENT_TLS = "client certificate authentication on Ingress hosts is not built yet"
 TRACING = "the proxy's own logs and metrics apply; it sends no traces"
 
 _ENTRIES: dict[str, Entry] = {
@@ -181,17 +180,39 @@ _ENTRIES: dict[str, Entry] = {
     "proxy-ssl-verify-depth": _i(
         "Backend TLS", "the chain is verified up to a CA of ca.crt at whatever depth"
     ),
-    **{
-        f"auth-tls-{k}": _later("Client certificates", CLIENT_TLS)
-        for k in (
-            "secret",
-            "verify-depth",
-            "verify-client",
-            "error-page",
-            "pass-certificate-to-upstream",
-            "match-cn",
-        )
-    },
+    "auth-tls-secret": _h(
+        "Client certificates",
+        "a Secret of the Ingress's namespace (namespace/name): its ca.crt is the whole of the "
+        "trust for client certificates of each host of the Ingress, asked for in the handshake "
+        "on the HTTPS port (a certificate given must chain to it, or the handshake fails); "
+        "requests sent on carry ssl-client-verify, ssl-client-subject-dn and "
+        "ssl-client-issuer-dn. As in ingress-nginx, the oldest Ingress setting it on a host "
+        "decides for every path of that host, and plain HTTP is not checked; a rule without a "
+        "host is refused",
+    ),
+    "auth-tls-verify-client": _h(
+        "Client certificates",
+        "on (the default): a request without a certificate is answered 400 (or sent to the "
+        "error page); optional: it is sent on with ssl-client-verify NONE; off: no certificate "
+        "is asked for; optional_no_ca is refused",
+    ),
+    "auth-tls-verify-depth": _h(
+        "Client certificates",
+        "the longest chain admitted is the depth plus one (the certificate and its CA, by "
+        "default); a longer one is answered 400 (or sent to the error page)",
+    ),
+    "auth-tls-error-page": _h(
+        "Client certificates",
+        "an absolute http(s) URL: the 400 becomes a 302 to it; a path (an nginx internal "
+        "redirect) is refused",
+    ),
+    "auth-tls-pass-certificate-to-upstream": _h(
+        "Client certificates", "the certificate's PEM, URL-escaped, in ssl-client-cert"
+    ),
+    "auth-tls-match-cn": _h(
+        "Client certificates",
+        'a regex ("CN=..."): a subject DN it finds no match in is answered 403',
+    ),
     # Buffering
     **{
         k: _i("Buffering", BUFFERING)
@@ -361,7 +382,6 @@ OFF_IS_HARMLESS = frozenset(
         "from-to-www-redirect",
         "enable-modsecurity",
         "enable-owasp-core-rules",
-        "auth-tls-pass-certificate-to-upstream",
         "session-cookie-change-on-failure",
         "session-cookie-conditional-samesite-none",
         "session-cookie-partitioned",

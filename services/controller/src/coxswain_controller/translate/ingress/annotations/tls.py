@@ -18,6 +18,9 @@ default); error-page a URL the client is sent to; match-cn a regex that must beg
 optional_no_ca admits a certificate no CA of the Secret signed, which the proxy's verification
 cannot (it fails every such handshake), so it is refused. An error page that is a path is
 served by nginx in place of the error (an internal redirect), which Coxswain cannot: refused.
+match-cn with verify-client "off" matches no subject (none is asked for: nginx answers every
+request 403), so it is refused too. What the honoured values become on a host is
+`ingress.client_tls`'s.
 
 ssl-passthrough: "Because SSL Passthrough works on layer 4 of the OSI model (TCP) and not on
 the layer 7 (HTTP), using SSL Passthrough invalidates all the other annotations set on an
@@ -164,11 +167,19 @@ def _client_tls(r: Reader, p: Policy) -> None:
     page = r.attempt("auth-tls-error-page", _error_page) or ""
     passing = r.attempt("auth-tls-pass-certificate-to-upstream", values.boolean)
     match_cn = r.attempt("auth-tls-match-cn", _match_cn) or ""
+    if match_cn and verify == "off":
+        r.bad(
+            "auth-tls-match-cn",
+            'asks a subject of a certificate auth-tls-verify-client "off" never asks for: '
+            "ingress-nginx answers every request 403",
+        )
     read = [k for k in CLIENT_KEYS if r.has(k)]
-    if secret is None or len(_refused(r, read)) > 0:
-        return
+    refused = _refused(r, read)
     for key in read:
-        r.honour(key, _client_note(key, verify))
+        if key not in refused:  # each key judged, though one refused leaves none served
+            r.honour(key, _client_note(key, verify))
+    if secret is None or refused:
+        return
     p.client_tls = ClientTlsSpec(
         secret[1],
         secret[0],
