@@ -26,6 +26,24 @@ Lookup order (routing docs, "TlsStore"): the exact name, then wildcards from the
 boundary outward, then the store's default. The store answers for a name with the first
 certificate carrying it, which is the order the controller sends them in.
 
+Client certificates per server name (an Ingress host's auth-tls-secret: a `ClientCaStore` with a
+`server_name`, mode AllowValidOrNone): such a name is no port's store and must not be taken for
+one. Its clients' handshakes are read up to the server name first (`handshake.Peek`, only on a
+port that has such names) and start with the name's own context (`SniStore.verifying`), which
+asks for a certificate without requiring one (CERT_OPTIONAL: a certificate given must verify
+or the handshake fails; none given completes it) and whose SNI callback picks the port's
+certificate for the name as the front does, then switches to that certificate loaded again
+with the name's CA bundle, the whole of its trust. Only the certificates the name can select
+are loaded so (an exact name's one; a wildcard's those under it, those above it, the default),
+not every certificate of the port per name. A bundle the proxy cannot load fails closed for
+its name: a certificate is required and none trusted. Unchanged names keep their contexts
+across snapshots, as unchanged ports do.
+
+Which store validated a connection: every SNI callback that switches to contexts verifying
+clients leaves that store's `peercert.ClientTrust` on the handshake's `SSLObject`
+(`VERIFIED_ATTRIBUTE`), which the connection keeps (`peercert.ClientPeer`) for the rules that
+check it (`http.policies.client_cert`). A port that verifies no client pays nothing for it.
+
 A TLS listener in Terminate mode (`stream/terminate.py`) builds its port's store with `alpn=None`:
 what it relays is no HTTP, so it offers no application protocol.
 """
@@ -36,9 +54,10 @@ import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Set
+from dataclasses import dataclass, field, replace
 
+from coxswain_proxy.dataplane import peercert
 from coxswain_routing import (
     ClientCaStore,
     ClientValidationMode,
@@ -49,10 +68,15 @@ from coxswain_routing import (
 
 log = logging.getLogger(__name__)
 
+_SniCallback = Callable[[ssl.SSLObject, str | None, ssl.SSLContext], int | None]
+
 ALPN = ["h2", "http/1.1"]  # RFC 9113 §3.2: h2 when the client offers it (the server picks)
 # The attribute the SNI callback leaves on a handshake's `SSLObject`: (server name, the names of
 # the listener chosen), which the connection reads to answer 421 for other Hosts.
 SNI_ATTRIBUTE = "coxswain_sni"
+# The attribute an SNI callback leaves on it when the context it switches to verifies clients:
+# the `peercert.ClientTrust` of the store they are verified under.
+VERIFIED_ATTRIBUTE = "coxswain_verified"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +93,13 @@ class SniStore:
     wildcard: dict[str, Selected]  # by suffix without "*.": "example.com" for "*.example.com"
     default: Selected | None
     verify: bool = False  # clients must present a certificate the port's CA bundle verifies
+    verifier: peercert.ClientTrust | None = None  # the port's store, when it verifies clients
     # Server names whose clients' certificates are asked for under a CA of their own (an
     # Ingress host's `ClientCaStore`): the context each handshake offering one starts with.
     named: dict[str, Selected] = field(default_factory=dict)  # exact names
     named_wildcard: dict[str, Selected] = field(default_factory=dict)  # by suffix
+    # Each certificate loaded, with what it was loaded into: a name's contexts load it again.
+    loaded: tuple[tuple[TlsCertificate, Selected], ...] = ()
 
     @property
     def peeks(self) -> bool:
@@ -144,8 +171,9 @@ def _load(
 
 
 def client_trust(client_ca: ClientCaStore | None) -> bytes | None:
-    """The CA bundle the port's certificate contexts load: None when clients are not verified,
-    empty (trust nothing, so every client is refused) when the bundle cannot be loaded."""
+    """The CA bundle the port's (or a name's) certificate contexts load: None when clients are
+    not verified, empty (trust nothing, so every client is refused) when the bundle cannot be
+    loaded."""
     if client_ca is None or client_ca.mode is ClientValidationMode.ALLOW_INSECURE_FALLBACK:
         return None
     try:
@@ -153,6 +181,7 @@ def client_trust(client_ca: ClientCaStore | None) -> bytes | None:
     except (ssl.SSLError, ValueError) as exc:
         fields = {
             "port": client_ca.bind_port,
+            "server_name": client_ca.server_name,
             "sources": list(client_ca.sources),
             "error": str(exc),
         }
@@ -162,15 +191,20 @@ def client_trust(client_ca: ClientCaStore | None) -> bytes | None:
 
 
 def build_store(
-    store: TlsStore, *, alpn: list[str] | None = ALPN, client_ca: ClientCaStore | None = None
+    store: TlsStore,
+    *,
+    alpn: list[str] | None = ALPN,
+    client_ca: ClientCaStore | None = None,
+    named: Iterable[ClientCaStore] = (),
 ) -> SniStore:
     """The port's certificates by name; `client_ca`: how its clients' certificates are checked
-    (None: they are not asked for)."""
+    (None: they are not asked for); `named`: the server names that check their own way."""
     trust = client_trust(client_ca)
     exact: dict[str, Selected] = {}
     wildcard: dict[str, Selected] = {}
     by_source: dict[str, Selected] = {}
     first: Selected | None = None
+    loaded = []
     for certificate in store.certificates:
         try:
             selected = Selected(_load(certificate, alpn, trust), certificate.server_names)
@@ -180,6 +214,7 @@ def build_store(
             log.warning("TLS certificate unusable, skipped", extra={"fields": fields})
             continue
         first = first or selected
+        loaded.append((certificate, selected))
         by_source.setdefault(certificate.source, selected)
         for name in certificate.server_names:
             if name.startswith("*."):
@@ -187,7 +222,11 @@ def build_store(
             else:
                 exact.setdefault(name.lower(), selected)
     default = by_source.get(store.default_source, first) if store.default_source else first
-    return SniStore(exact, wildcard, default, verify=trust is not None)
+    verifier = None
+    if trust and client_ca is not None:
+        verifier = peercert.ClientTrust(client_ca.key, trust)
+    built = SniStore(exact, wildcard, default, trust is not None, verifier, loaded=tuple(loaded))
+    return with_names(built, named, alpn=alpn) if named else built
 
 
 def compile_stores(
@@ -197,21 +236,119 @@ def compile_stores(
     held: Mapping[str, object],
     before: Mapping[int, SniStore],
 ) -> dict[int, SniStore]:
-    """Each port's store (by bind port), with its clients' CA bundle when it verifies them.
+    """Each port's store (by bind port), with its clients' CA bundle when it verifies them and
+    the server names that verify theirs under a bundle of their own.
 
     `held` are the resources `before` was compiled from, by key: loading certificates is the
-    slowest step of a compile, so a port whose `TlsStore` and `ClientCaStore` are the very
-    objects it was built from keeps its store."""
-    by_port = {c.bind_port: (key, c) for key, c in client_cas.items()}
+    slowest step of a compile, so a port whose `TlsStore` and port `ClientCaStore` are the very
+    objects it was built from keeps its certificates, and each name whose `ClientCaStore` is
+    keeps its contexts."""
+    by_port: dict[int, tuple[str, ClientCaStore]] = {}
+    named: dict[int, dict[str, ClientCaStore]] = {}
+    for key, ca in client_cas.items():
+        if ca.server_name:
+            named.setdefault(ca.bind_port, {})[key] = ca
+        else:
+            by_port[ca.bind_port] = (key, ca)
     built = {}
     for key, store in stores.items():
         port = store.bind_port
         ca_key, client_ca = by_port.get(port, (f"client-ca/{port}", None))
-        if held.get(key) is store and held.get(ca_key) is client_ca and port in before:
-            built[port] = before[port]
+        names = named.get(port, {})
+        old = before.get(port)
+        if old is None or held.get(key) is not store or held.get(ca_key) is not client_ca:
+            built[port] = build_store(store, client_ca=client_ca, named=names.values())
+            continue
+        kept = {key for key, ca in names.items() if held.get(key) is ca}
+        if len(kept) == len(names) == len(old.named) + len(old.named_wildcard):
+            built[port] = old
         else:
-            built[port] = build_store(store, client_ca=client_ca)
+            built[port] = with_names(old, names.values(), kept=kept)
     return built
+
+
+def with_names(
+    store: SniStore,
+    named: Iterable[ClientCaStore],
+    *,
+    alpn: list[str] | None = ALPN,
+    kept: Set[str] = frozenset(),
+) -> SniStore:
+    """`store` with the server names that verify clients their own way; those whose key is in
+    `kept` keep the contexts `store` has for them."""
+    exact: dict[str, Selected] = {}
+    wildcard: dict[str, Selected] = {}
+    for ca in named:
+        name = ca.server_name.lower()
+        into, pattern = (wildcard, name[2:]) if name.startswith("*.") else (exact, name)
+        before = store.named_wildcard if into is wildcard else store.named
+        entry = before.get(pattern) if ca.key in kept else None
+        into[pattern] = entry or _named_entry(store, ca, name, alpn)
+    return replace(store, named=exact, named_wildcard=wildcard)
+
+
+def _named_entry(store: SniStore, ca: ClientCaStore, name: str, alpn: list[str] | None) -> Selected:
+    """The context the handshakes of `name`'s clients start with (`SniStore.verifying`)."""
+    trust = client_trust(ca)
+    variants: dict[Selected, Selected] = {}
+    for certificate, selected in store.loaded:
+        if not _may_select(store, selected, certificate, name):
+            continue
+        if trust is None:
+            variants[selected] = selected  # AllowInsecureFallback: nothing is asked for
+            continue
+        try:
+            variants[selected] = Selected(_load(certificate, alpn, trust), selected.names)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            fields = {"source": certificate.source, "server_name": name, "error": str(exc)}
+            log.warning("TLS certificate unusable, skipped", extra={"fields": fields})
+    verifier = peercert.ClientTrust(ca.key, trust) if trust else None
+    context = server_context(alpn)
+    if trust is not None:
+        # Gateway API AllowValidOnly, or a bundle that cannot be loaded (trust is empty):
+        # required; AllowValidOrNone: asked for, and one given must verify.
+        optional = bool(trust) and ca.mode is ClientValidationMode.ALLOW_VALID_OR_NONE
+        context.verify_mode = ssl.CERT_OPTIONAL if optional else ssl.CERT_REQUIRED
+    context.sni_callback = _switch(store, variants, verifier)
+    return Selected(context, (name,))
+
+
+def _may_select(
+    store: SniStore, selected: Selected, certificate: TlsCertificate, name: str
+) -> bool:
+    """Whether `store` may select `selected` for a server name `name` is chosen for: an exact
+    name's own; for "*.suffix", the default and the certificates for names under, at or above
+    the suffix (those `SniStore.select` may reach from a name under it)."""
+    if not name.startswith("*."):
+        return store.select(name) is selected
+    if selected is store.default:
+        return True
+    suffix = name[2:]
+    for own in certificate.server_names:
+        own = own.lower()
+        under = own[2:] if own.startswith("*.") else own
+        if under.endswith("." + suffix) or (own != under and f".{suffix}".endswith(f".{under}")):
+            return True
+    return False
+
+
+def _switch(
+    store: SniStore, variants: dict[Selected, Selected], verifier: peercert.ClientTrust | None
+) -> _SniCallback:
+    """An SNI callback choosing as `store` does, switching to that certificate's variant."""
+
+    def on_sni(sslobj: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> int | None:
+        selected = store.select(server_name)
+        chosen = variants.get(selected) if selected is not None else None
+        if selected is None or chosen is None:
+            return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
+        sslobj.context = chosen.context
+        setattr(sslobj, SNI_ATTRIBUTE, (server_name or "", selected.names))
+        if verifier is not None:
+            setattr(sslobj, VERIFIED_ATTRIBUTE, verifier)
+        return None
+
+    return on_sni
 
 
 def compile_fronts(
@@ -234,6 +371,7 @@ def front_context(store: SniStore | None) -> ssl.SSLContext:
     context = server_context()
     if store is not None and store.verify:
         context.verify_mode = ssl.CERT_REQUIRED
+    verifier = store.verifier if store is not None else None
 
     def on_sni(sslobj: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> int | None:
         selected = store.select(server_name) if store is not None else None
@@ -242,6 +380,8 @@ def front_context(store: SniStore | None) -> ssl.SSLContext:
         sslobj.context = selected.context
         # Kept on the handshake's object so the connection can enforce 421 for other Hosts.
         setattr(sslobj, SNI_ATTRIBUTE, (server_name or "", selected.names))
+        if verifier is not None:
+            setattr(sslobj, VERIFIED_ATTRIBUTE, verifier)
         return None
 
     context.sni_callback = on_sni
