@@ -38,6 +38,7 @@ from typing import Protocol
 
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.http.heads import ResponseFields
+from coxswain_proxy.dataplane.peercert import ClientPeer
 from coxswain_proxy.dataplane.upstream.picker import Origin
 
 
@@ -67,6 +68,11 @@ class Downstream(Protocol):
     @property
     def sni(self) -> tuple[str, tuple[str, ...]] | None:
         """On TLS: the server name the client sent, and the names of the listener it chose."""
+
+    @property
+    def verified(self) -> ClientPeer | None:
+        """On TLS whose handshake verified client certificates: the store it verified under and
+        the certificate presented (`peercert`); None: none was asked for."""
 
     @property
     def forwarded(self) -> bytes:

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from coxswain_proxy.dataplane import errors
 from coxswain_proxy.dataplane.http import corsfields, heads, responses, targets
 from coxswain_proxy.dataplane.http.heads import HTTP10
-from coxswain_proxy.dataplane.http.policies import affinity, gate, guard
+from coxswain_proxy.dataplane.http.policies import affinity, client_cert, gate, guard
 from coxswain_proxy.dataplane.http.request_cycle import IDEMPOTENT, RequestCycle
 from coxswain_proxy.dataplane.tables import BackendPlan, BytesPlan, RulePlan, Tables, apply_plan
 from coxswain_routing import (
@@ -195,8 +195,13 @@ def _serve(
     """The rule's CORS, OPTIONS, redirect and policies; then `_send`."""
     plan = cycle.plan = tables.plans[id(cand.rule)]
     cycle.route = plan.route
-    if plan.policy is not None and plan.policy.access_log:
-        guard.log(cycle)  # the rule keeps an access log: a line once the request is over
+    policy = plan.policy
+    if policy is not None:
+        if policy.access_log:
+            guard.log(cycle)  # the rule keeps an access log: a line once the request is over
+        # The client certificate, before anything else the rule does (421, 400, 403).
+        if policy.client is not None and not client_cert.admit(cycle, policy.client):
+            return
     if plan.cors is not None and _cors(cycle, plan, plan.cors):
         return
     if cycle.method == OPTIONS:
@@ -213,7 +218,6 @@ def _serve(
     if cand.status != 200:
         cycle.local(cand.status, cand.reason)
         return
-    policy = plan.policy
     if policy is not None:
         # The rule's policies (access lists, limits, auth): the one hook they have here.
         verdict = gate.admit(cycle, tables, policy)

@@ -32,7 +32,7 @@ from typing import cast
 
 import httptools
 
-from coxswain_proxy.dataplane import errors, stats, tls
+from coxswain_proxy.dataplane import errors, peercert, stats, tls
 from coxswain_proxy.dataplane.contracts import Upstream
 from coxswain_proxy.dataplane.http import (
     dispatch,
@@ -59,7 +59,7 @@ LINGER_SECONDS = 5.0
 
 class HttpConnection(asyncio.Protocol):
     __slots__ = (
-        "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni",
+        "rt", "port", "scheme", "transport", "parser", "gate", "client", "sni", "verified",
         "current", "queue", "parsing", "url", "headers", "size", "host", "says_connection",
         "clock", "last_active", "head_started", "closed", "tunnel", "write_paused", "drain",
         "forwarded", "limit", "outbox", "write", "lingering",
@@ -75,6 +75,8 @@ class HttpConnection(asyncio.Protocol):
         self.gate = flow.ReadGate()
         self.client = ""  # the peer's address, for X-Forwarded-For
         self.sni: tuple[str, tuple[str, ...]] | None = None  # (server name, selected names)
+        # The store its handshake verified its client under, and what the client presented.
+        self.verified: peercert.ClientPeer | None = None
         self.current: request_cycle.RequestCycle | None = None  # the request being answered
         # Pipelined requests waiting their turn.
         self.queue: deque[request_cycle.RequestCycle] = deque()
@@ -116,6 +118,9 @@ class HttpConnection(asyncio.Protocol):
         sslobj = transport.get_extra_info("ssl_object")
         if isinstance(sslobj, ssl.SSLObject):
             self.sni = getattr(sslobj, tls.SNI_ATTRIBUTE, None)
+            trust = getattr(sslobj, tls.VERIFIED_ATTRIBUTE, None)
+            if trust is not None:
+                self.verified = peercert.ClientPeer(trust, sslobj)
         self.rt.connections.add(self)
         self.rt.stats.connections += 1
 

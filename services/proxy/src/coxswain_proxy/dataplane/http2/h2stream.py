@@ -33,6 +33,7 @@ from coxswain_proxy.dataplane.upstream.picker import Origin
 
 if TYPE_CHECKING:
     from coxswain_proxy.dataplane.contracts import Upstream
+    from coxswain_proxy.dataplane.peercert import ClientPeer
     from coxswain_proxy.dataplane.tables import BackendPlan
 
 # RFC 9113 §8.2.2: what an HTTP/1.1 response carries that an HTTP/2 one must not.
@@ -56,6 +57,7 @@ class StreamHost(Protocol):
     port: int
     scheme: str
     sni: tuple[str, tuple[str, ...]] | None
+    verified: ClientPeer | None
     forwarded: bytes
     write_paused: bool
     closed: bool
@@ -236,6 +238,10 @@ class H2Stream:
     @property
     def sni(self) -> tuple[str, tuple[str, ...]] | None:
         return self.conn.sni
+
+    @property
+    def verified(self) -> ClientPeer | None:
+        return self.conn.verified
 
     @property
     def forwarded(self) -> bytes:

@@ -30,7 +30,7 @@ def _to_h2(rt: Runtime, http: HttpConnection, transport: asyncio.Transport, sche
         rt.connections.discard(http)
         rt.stats.connections -= 1
     http.closed = True
-    conn = H2ServerConnection(rt, http.port, scheme, http.sni)
+    conn = H2ServerConnection(rt, http.port, scheme, http.sni, http.verified)
     transport.set_protocol(conn)
     conn.connection_made(transport)
 

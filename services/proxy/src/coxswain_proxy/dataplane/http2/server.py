@@ -28,6 +28,7 @@ from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.http import dispatch, flow, heads
 from coxswain_proxy.dataplane.http2 import limits, validate
 from coxswain_proxy.dataplane.http2.h2stream import H2Stream, StreamCycle
+from coxswain_proxy.dataplane.peercert import ClientPeer
 from coxswain_proxy.dataplane.runtime import Runtime
 
 _CONFIG = h2.config.H2Configuration(
@@ -46,18 +47,24 @@ CONNECTION_WINDOW = 4 * 1024 * 1024
 
 class H2ServerConnection(asyncio.Protocol):
     __slots__ = (
-        "rt", "port", "scheme", "sni", "forwarded", "transport", "h2", "streams", "closed",
-        "write_paused", "batching", "going_away", "drain", "last_active", "resets", "control",
-        "limits",
+        "rt", "port", "scheme", "sni", "verified", "forwarded", "transport", "h2", "streams",
+        "closed", "write_paused", "batching", "going_away", "drain", "last_active", "resets",
+        "control", "limits",
     )  # fmt: skip
 
     def __init__(
-        self, rt: Runtime, port: int, scheme: str, sni: tuple[str, tuple[str, ...]] | None
+        self,
+        rt: Runtime,
+        port: int,
+        scheme: str,
+        sni: tuple[str, tuple[str, ...]] | None,
+        verified: ClientPeer | None = None,
     ) -> None:
         self.rt = rt
         self.port = port
         self.scheme = scheme
         self.sni = sni
+        self.verified = verified  # the store its handshake verified its client under
         self.forwarded = b""
         self.transport: asyncio.Transport | None = None
         self.h2 = h2.connection.H2Connection(config=_CONFIG)

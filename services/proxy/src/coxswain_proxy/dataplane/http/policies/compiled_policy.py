@@ -9,14 +9,24 @@ need of a request cycle or of the tables they name by a `Protocol` of their own.
 
 from __future__ import annotations
 
+import re
+
 from coxswain_proxy.dataplane import framing
 from coxswain_proxy.dataplane.http.policies import basic
 from coxswain_proxy.dataplane.http.policies.access import CidrSet, SourceCheck
 from coxswain_proxy.dataplane.http.policies.affinity import Affinity
 from coxswain_proxy.dataplane.http.policies.request_limits import Buckets, InFlight, state
-from coxswain_routing import AuthStyle, CookieSplit, ExternalAuth, Policy, RateKey, Rule
+from coxswain_routing import (
+    AuthStyle,
+    ClientCertificate,
+    CookieSplit,
+    ExternalAuth,
+    Policy,
+    RateKey,
+    Rule,
+)
 
-__all__ = ["Compiled", "ExternalCheck", "compile_policy"]
+__all__ = ["ClientCheck", "Compiled", "ExternalCheck", "compile_policy"]
 
 # GEP-1494, HTTPAuthConfig.allowedHeaders: "The following headers must always be sent to the
 # authorization server, regardless of this setting: Host, Method, Path, Content-Length,
@@ -44,6 +54,21 @@ class ExternalCheck:
         self.sent = _ALWAYS_SENT | {name.encode("latin-1") for name in auth.request_headers}
 
 
+class ClientCheck:
+    """A `ClientCertificate` compiled (`client_cert.admit` runs it, from `dispatch`)."""
+
+    __slots__ = ("store", "required", "max_chain", "subject", "passes", "error_page")
+
+    def __init__(self, check: ClientCertificate) -> None:
+        self.store = check.store  # the key of the ClientCaStore the connection must be under
+        self.required = check.required
+        self.max_chain = check.max_chain
+        self.subject = re.compile(check.subject) if check.subject else None
+        self.passes = check.pass_certificate
+        # The 302's Location in place of a 400 (nginx's error_page 495 496); None: the 400.
+        self.error_page = [("location", check.error_page)] if check.error_page else None
+
+
 class _Rate:
     __slots__ = ("buckets", "per_client", "exempt")
 
@@ -57,10 +82,12 @@ class _Rate:
 class Compiled:
     """What a request of one rule needs of its policy, built once per snapshot."""
 
-    __slots__ = ("sources", "max_body", "in_flight", "rates", "basic", "external", "affinity",
-                 "split", "access_log")  # fmt: skip
+    __slots__ = ("client", "sources", "max_body", "in_flight", "rates", "basic", "external",
+                 "affinity", "split", "access_log")  # fmt: skip
 
     def __init__(self, rule: Rule, policy: Policy) -> None:
+        client = policy.client_certificate
+        self.client = ClientCheck(client) if client is not None else None
         ranges = policy.source_ranges
         self.sources = SourceCheck(ranges) if ranges is not None else None
         self.max_body = policy.max_body_bytes
@@ -101,6 +128,8 @@ def _check_pieces(policy: Policy) -> None:
         for name in (*external.response_headers, *external.request_headers):
             framing.name(name)
         framing.value(external.signin or "-", "sign-in URL")
+    if policy.client_certificate is not None and policy.client_certificate.error_page:
+        framing.value(policy.client_certificate.error_page, "error page")
     if policy.affinity is not None:
         framing.name(policy.affinity.cookie)
         framing.value(policy.affinity.path, "cookie path")

@@ -9,7 +9,9 @@ The stages, in order (each answers the request itself when it refuses it):
   source ranges (403) -> body size by Content-Length (413) -> requests in flight per client
   (429) -> rate limits (429 with Retry-After) -> basic auth (401) -> external auth
 nginx's order is close: its size check comes first of all, and its limits before access; the
-address lists come first here so a client refused by address costs nothing else.
+address lists come first here so a client refused by address costs nothing else. A rule's
+client certificate (`client_cert`) is checked before all of them, and before the rule's CORS
+and redirect too (`dispatch` calls it first): nginx checks it as the request is read.
 
 `admit` answers True (go on now), False (answered here), or a `Waiting` whose `then` is called
 with the rest of dispatch once an asynchronous stage (bcrypt, the auth service) lets the
