@@ -105,7 +105,7 @@ def _named(ingresses: Iterable[Obj]) -> Iterable[cache.Key]:
             read = ingress_annotations.read(own)
         except MALFORMED:
             continue  # the report says why the Ingress cannot be read
-        for secret in ingress_annotations.secrets_named(read):
+        for secret in ingress_annotations.secrets_named(read, namespace(ingress)):
             yield namespace(ingress), secret
 
 

@@ -87,10 +87,11 @@ CORE: tuple[Kind, ...] = (
 
 
 def referenced_secret(namespace: str, name: str) -> Kind:
-    """The watch of one Secret that a basic-auth annotation or a CoxswainPolicy names
-    (`references`), in its namespace, by name: the controller reads no other Secret that is
-    not kubernetes.io/tls. A kubernetes.io/tls one is left out (`type!=`): the TLS watch
-    already holds it, so no two watches ever deliver the same Secret."""
+    """The watch of one Secret that an Ingress's auth-secret, auth-tls-secret or
+    proxy-ssl-secret, or a CoxswainPolicy, names (`references`), in its namespace, by name: the
+    controller reads no other Secret that is not kubernetes.io/tls. A kubernetes.io/tls one is
+    left out (`type!=`): the TLS watch already holds it, so no two watches ever deliver the same
+    Secret."""
     selector = f"metadata.name={name},type!={TLS_SECRET_TYPE}"
     return Kind("Secret", "", "v1", "secrets", True, field_selector=selector, namespace=namespace)
 

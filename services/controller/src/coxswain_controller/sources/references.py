@@ -1,12 +1,14 @@
-"""Which Secrets basic auth names: the only Secrets, besides kubernetes.io/tls ones, the
-controller reads.
+"""Which Secrets basic auth and the TLS annotations name: the only Secrets, besides
+kubernetes.io/tls ones, the controller reads.
 
 Where it sits: the supervisor's consumer hands this every cache event once applied (the cache's
 `follow`); it answers whether the set of named Secrets changed, and the supervisor then starts
 or stops one watch per Secret (`kinds.referenced_secret`). Two things name a Secret:
 
-- an Ingress this controller serves, whose `auth-type: basic` and `auth-secret` (its own, or
-  its class's `defaultAnnotations`) are honoured: the Secret of that name in its namespace;
+- an Ingress this controller serves, whose `auth-type: basic` and `auth-secret`,
+  `auth-tls-secret` (client certificates' CA) or `proxy-ssl-secret` (a backend's CA and the
+  certificate presented to it) are honoured, its own or its class's `defaultAnnotations`: the
+  Secret of that name in its namespace;
 - a CoxswainPolicy's `basicAuth.secretRef`, in the policy's namespace.
 
 It reads each with translation's own code (the Ingress class rule of `ingresses.claimant`,
@@ -98,7 +100,7 @@ class References:
         if not any(key in own or key in defaults for key in _SECRET_KEYS):
             return ()  # most Ingresses: not worth reading every annotation
         read = ingress_annotations.read(own, defaults, class_name)
-        return ingress_annotations.secrets_named(read)
+        return ingress_annotations.secrets_named(read, namespace(ingress))
 
     def _claimant(self, tables: Tables) -> Claim:
         if self._claim is None:

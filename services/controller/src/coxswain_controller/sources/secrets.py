@@ -1,4 +1,5 @@
-"""One watch per Secret that basic auth names, started and stopped as the references change.
+"""One watch per Secret that basic auth or an Ingress's TLS annotations name (auth-tls-secret,
+proxy-ssl-secret), started and stopped as the references change.
 
 Where it sits: spec 000 has the controller read "Secret (kubernetes.io/tls)", which it lists and
 watches across the cluster; an htpasswd Secret is usually Opaque. Watching every Secret would
@@ -34,7 +35,8 @@ __all__ = ["SecretWatches"]
 
 WATCHED = Gauge(
     "coxswain_controller_referenced_secrets",
-    "Secrets watched by name because basic auth names them (beyond the TLS Secrets).",
+    "Secrets watched by name because basic auth or TLS annotations name them (beyond the TLS "
+    "Secrets).",
 )
 
 # Threads are made as watches need them; past this many watches, the rest wait for a thread.

@@ -1,11 +1,13 @@
-"""The watches of the Secrets basic auth names, against the emulated API server.
+"""The watches of the Secrets basic auth and the TLS annotations name, against the emulated API
+server.
 
 Covers their lifecycle: a watch starts when an Ingress of ours (its own annotations, or its
 class's defaultAnnotations) or a CoxswainPolicy names a Secret, and stops, taking the Secret
 out of the cache, when the last one stops naming it; one watch per Secret however many name
 it; edits and deletes of the Secret reach the cache; an Ingress of another controller's class
 starts none; a kubernetes.io/tls Secret named so stays the TLS watch's; every request is the
-named Secret's own list or watch, in its namespace. What translation makes of the Secret is
+named Secret's own list or watch, in its namespace; auth-tls-secret and proxy-ssl-secret are
+watched as auth-secret is, never in another namespace. What translation makes of the Secret is
 basic_auth_process_test's and the goldens'.
 """
 
@@ -167,6 +169,28 @@ async def test_a_named_tls_secret_stays_the_tls_watchs(
     await _delete(client, f"{INGRESSES}/a")
     await until(sources, lambda _: not watched(sources))
     assert names(sources.cache.snapshot(), "Secret") == {"cert"}  # the TLS watch still has it
+
+
+async def test_the_tls_annotations_secrets_are_watched_but_not_another_namespaces(
+    api: ApiServer, client: Any, sources: supervisor.Sources
+) -> None:
+    tls = _ingress("tls", None)
+    tls["metadata"]["annotations"] = {
+        PREFIX + "auth-tls-secret": "shop/client-ca",
+        PREFIX + "backend-protocol": "HTTPS",
+        PREFIX + "proxy-ssl-secret": "backend-ca",
+        PREFIX + "proxy-ssl-verify": "on",
+        PREFIX + "proxy-ssl-name": "web.shop",
+    }
+    elsewhere = _ingress("elsewhere", None)
+    elsewhere["metadata"]["annotations"] = {PREFIX + "auth-tls-secret": "other/client-ca"}
+    api.apply([*CLASSES, _secret("client-ca"), _secret("backend-ca"), tls, elsewhere])
+    await until(sources, lambda s: names(s, "Secret") == {"client-ca", "backend-ca"})
+    assert watched(sources) == {"client-ca", "backend-ca"}  # none in namespace "other"
+    api.apply([_secret("client-ca", data="edited")])  # a new ca.crt reaches the cache
+    await until(sources, lambda s: _data(s, "client-ca") == "edited")
+    await _delete(client, f"{INGRESSES}/tls")
+    await until(sources, lambda s: not names(s, "Secret") and not watched(sources))
 
 
 @pytest.mark.parametrize("first", ["ingress", "secret"], ids=["ingress-first", "secret-first"])

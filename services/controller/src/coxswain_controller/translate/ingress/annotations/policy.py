@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coxswain_controller.translate.ingress.annotations import groups
+from coxswain_controller.translate.ingress.annotations import groups, tls
 from coxswain_controller.translate.ingress.annotations.catalog import (
     OFF_IS_HARMLESS,
     PREFIX,
@@ -87,13 +87,17 @@ def read(
 
 # The annotations (without the prefix) that name a Secret: an Ingress carrying none of them
 # names none, so the sources need not read the rest (`secrets_named`).
-SECRET_KEYS = ("auth-secret",)
+SECRET_KEYS = ("auth-secret", "auth-tls-secret", "proxy-ssl-secret")
 
 
-def secrets_named(policy: Policy) -> tuple[str, ...]:
-    """The Secrets of the Ingress's namespace its honoured annotations read (auth-secret's):
-    the controller watches each by name (sources/references.py), and no other non-TLS Secret."""
-    return (policy.basic.secret,) if policy.basic is not None else ()
+def secrets_named(policy: Policy, namespace: str = "") -> tuple[str, ...]:
+    """The Secrets of the Ingress's namespace (`namespace`) its honoured annotations read:
+    auth-secret's, auth-tls-secret's and proxy-ssl-secret's (one written with another
+    namespace is refused, never read). The controller watches each by name
+    (sources/references.py), and no other Secret that is not kubernetes.io/tls."""
+    found = [policy.basic.secret] if policy.basic is not None else []
+    found += [name for ns, name in tls.secrets_named(policy) if ns in ("", namespace)]
+    return tuple(sorted(set(found)))
 
 
 def _is_canary(values: Mapping[str, tuple[str, str]]) -> bool:
