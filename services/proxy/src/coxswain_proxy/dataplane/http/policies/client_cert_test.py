@@ -11,15 +11,19 @@ which the proxy cannot rebuild, refused under a bound); a request for the host o
 whose server name chose another host (421), and that host served without a certificate; a
 wildcard name; a bundle the proxy cannot load refusing the name's clients and no one else's; a
 new bundle taking effect on the next handshake, a delta leaving a name alone keeping its
-contexts; HTTP/2 alike. The DN format, byte by byte, and the chain rebuild are `peercert_test`'s;
-what the controller sends is its goldens'.
+contexts; TLS sessions resumed on their name only, never across names nor past a new bundle;
+HTTP/2 alike; a rule naming the port's own store (a Gateway's frontend). The DN
+format, byte by byte, and the chain rebuild are `peercert_test`'s; what the controller sends
+is its goldens'.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import os
+import socket
 import ssl
 import tempfile
 from dataclasses import replace
@@ -373,3 +377,51 @@ async def test_http2_is_checked_and_sent_on_alike() -> None:
             assert (await h2.get("/", SHOP)).status == 400
         async with h2client.connected(port, context(ALICE, "h2"), OPEN) as h2:
             assert (await h2.get("/", SHOP)).status == 421
+
+
+async def test_a_rule_may_name_the_ports_own_store() -> None:
+    # A Gateway's frontend validation (the port's store, AllowValidOnly) verifies every client.
+    port_ca = ClientCaStore(t.TLS_PORT, CLIENT_CA.certificate_pem, ("ConfigMap ns/ca",))
+    checked = replace(CHECK, store=port_ca.key)
+    async with EchoServer() as echo, t.running(resources(echo.port, checked, port_ca)) as plane:
+        answer = await ask(t.actual(plane, t.TLS_PORT), ALICE)
+        assert seen(answer)["ssl-client-subject-dn"] == [SUBJECT]
+
+
+def resumed(
+    port: int, made: ssl.SSLContext, sni: str, session: ssl.SSLSession | None
+) -> tuple[ssl.SSLSession | None, bool, bytes]:
+    """One request over a blocking socket (asyncio's streams cannot offer a session): the
+    session to resume next, whether this one was resumed, the status line."""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10.0) as raw,
+        made.wrap_socket(raw, server_hostname=sni, session=session) as tls,
+    ):
+        tls.sendall(f"GET / HTTP/1.1\r\nHost: {SHOP}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        try:
+            while chunk := tls.recv(65536):
+                data += chunk
+        except (ssl.SSLError, OSError):
+            pass
+        return tls.session, bool(tls.session_reused), data.split(b"\r\n", 1)[0]
+
+
+async def test_a_session_resumes_on_its_name_only_and_not_past_a_new_bundle() -> None:
+    # TLS 1.3 resumption carries the certificate verified when the session began: it must never
+    # stand for a verification under another store, or under a bundle since replaced.
+    async with EchoServer() as echo:
+        cas = named(CLIENT_CA.certificate_pem), named(CLIENT_CA.certificate_pem, APPS)
+        listed = resources(echo.port, CHECK, *cas)
+        async with t.running(listed) as plane:
+            port, made = t.actual(plane, t.TLS_PORT), context(ALICE)
+            session, reused, line = await asyncio.to_thread(resumed, port, made, SHOP, None)
+            assert (reused, line) == (False, b"HTTP/1.1 200 OK")
+            _, reused, line = await asyncio.to_thread(resumed, port, made, SHOP, session)
+            assert (reused, line) == (True, b"HTTP/1.1 200 OK")
+            other = await asyncio.to_thread(resumed, port, made, "a.apps.example.com", session)
+            assert other[1:] == (False, b"HTTP/1.1 421 Misdirected Request")
+            both = named(CLIENT_CA.certificate_pem + OTHER_CA.certificate_pem)
+            await plane.apply([*listed[:-2], both, listed[-1]])
+            _, reused, line = await asyncio.to_thread(resumed, port, made, SHOP, session)
+            assert (reused, line) == (False, b"HTTP/1.1 200 OK")
