@@ -3,8 +3,9 @@ that they translate.
 
 Covers the route per listener where ssl-redirect applies (the ACME path served on `http`),
 app-root first, a rewrite with captures left out with a note and one without kept, a canary's
-header rules ahead of its main's weighted rule, a refused Ingress getting no route, and an
-Ingress of another controller's class read as if it were ours. Each report's HTTPRoutes are
+header rules ahead of its main's weighted rule, a refused Ingress getting no route, an
+Ingress of another controller's class read as if it were ours, and auth-tls-* as the Gateway's
+frontend validation (verify "on" alone; notes for the rest). Each report's HTTPRoutes are
 translated beside a Gateway and must be accepted; for each policy annotation case, the
 reported CoxswainPolicy must be accepted and give the routes' rules the very policy the
 annotations give the Ingress's paths. The CLI wiring is in cli_test.py; the controller API's
@@ -24,7 +25,7 @@ from coxswain_controller.translate.goldens import TESTDATA
 from coxswain_controller.translate.ingress.report import migration_report
 from coxswain_controller.translate.render import render
 from coxswain_controller.translate.result import PolicyVerdict
-from coxswain_routing import HostRoutes
+from coxswain_routing import ClientCaStore, ClientValidationMode, HostRoutes
 
 P = "nginx.ingress.kubernetes.io/"
 CASES = ("ingress-nginx-ssl-redirect", "ingress-nginx-rewrite", "ingress-nginx-canary")
@@ -287,3 +288,50 @@ def test_ssl_passthrough_is_reported_as_tls_routes() -> None:
     assert route["spec"]["rules"] == [{"backendRefs": [{"name": "secure", "port": 443}]}]
     assert route["spec"]["parentRefs"][0]["sectionName"] == "tls-passthrough"
     assert report["shop/named"]["tlsRoutes"][0]["spec"]["rules"][0]["backendRefs"][0]["port"] == 443
+
+
+def test_auth_tls_is_reported_as_the_gateways_frontend_validation_that_translates() -> None:
+    objects = case("ingress-nginx-auth-tls", ("verify-client: optional", 'verify-client: "on"'))
+    [entry] = migration_report(objects, Options(), gateway=("shop", "gw"))
+    [patch] = entry["gatewayPatches"]
+    assert patch["spec"]["tls"]["frontend"]["default"]["validation"] == {
+        "caCertificateRefs": [
+            {"group": "", "kind": "Secret", "name": "client-ca", "namespace": "shop"}
+        ],
+        "mode": "AllowValidOnly",
+    }
+    said = " ".join(entry["notes"])
+    assert "per Gateway port" in said
+    assert "verify-depth, match-cn, error-page, pass-certificate-to-upstream" in said
+    gateway = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "gw", "namespace": "shop"},
+        "spec": {
+            "gatewayClassName": "coxswain",
+            "listeners": [{"name": "https", "port": 443, "protocol": "HTTPS",
+                           "tls": {"certificateRefs": [{"name": "wild"}]}}],
+            **patch["spec"],
+        },
+    }  # fmt: skip
+    gateway_class = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "GatewayClass",
+        "metadata": {"name": "coxswain"},
+        "spec": {"controllerName": Options().gateway_controller},
+    }
+    kept = [o for o in objects if o["kind"] in ("Service", "Secret")]
+    result = translate(Inputs.from_objects([*kept, gateway_class, gateway]), Options())
+    [store] = [r for rs in result.snapshots.values() for r in rs if isinstance(r, ClientCaStore)]
+    assert store.mode is ClientValidationMode.ALLOW_VALID_ONLY and store.sources == (
+        "Secret shop/client-ca",
+    )
+
+
+def test_optional_and_off_client_certificates_get_notes_and_no_patch() -> None:
+    report = entries(objects=case("ingress-nginx-auth-tls"))
+    optional = report["shop/mtls"]
+    assert "gatewayPatches" not in optional
+    assert any('"optional" has no Gateway API equivalent' in n for n in optional["notes"])
+    refused = entries("ingress-nginx-auth-tls-refused")["shop/verify-off"]
+    assert any("asks for no certificate" in n for n in refused["notes"])

@@ -7,6 +7,14 @@ HTTPRoutes and CoxswainPolicy. proxy-ssl-* is a BackendTLSPolicy per backend Ser
 client certificate is a Gateway's `spec.tls.backend.clientCertificateRef`, one per Gateway
 rather than per backend, which the notes say. ssl-passthrough is a TLSRoute per host passed
 through, attached to a TLS listener in Passthrough mode.
+
+auth-tls-* have no per-host form in the Gateway API: client certificates are validated per
+Gateway port (`spec.tls.frontend`, GEP-91), for every host its HTTPS listeners serve, and no
+CoxswainPolicy field asks for them. verify-client "on" becomes a merge patch of the Gateway
+(`gatewayPatches`: frontend validation trusting the Secret, mode AllowValidOnly), whose one
+difference a client sees is a failed handshake where ingress-nginx answers 400; the notes say
+what else has no equivalent (optional, verify-depth, match-cn, the error page, the ssl-client-*
+headers), so such an Ingress keeps serving its hosts until its clients need none of it.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from coxswain_controller.translate.ingress import lowering
+from coxswain_controller.translate.ingress.annotations.model import ClientTlsSpec
 from coxswain_controller.translate.ingress.passthrough import ROOT, passable
 from coxswain_controller.translate.ingress.plans import IngressPlan
 
@@ -43,7 +52,57 @@ def tls_part(
                 "spec.tls.backend.clientCertificateRef presents a client certificate to every "
                 "backend of the Gateway's routes, not to this Service's alone"
             )
+    if plan.policy.client_tls is not None:
+        patches, said = _client_certificates(plan, plan.policy.client_tls, gateway)
+        if patches:
+            manifests["gatewayPatches"] = patches
+        notes += said
     return manifests, notes
+
+
+def _client_certificates(
+    plan: IngressPlan, spec: ClientTlsSpec, gateway: tuple[str, str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The Gateway's frontend validation meaning auth-tls-* (verify "on" alone), and notes."""
+    if not spec.asked:
+        return [], ['auth-tls-verify-client "off" asks for no certificate: nothing to carry over']
+    ns = plan.ref.namespace
+    ref = {"group": "", "kind": "Secret", "name": spec.secret, "namespace": ns}
+    lacking = [what for what, wanted in (
+        ("verify-depth", spec.depth != 1),
+        ("match-cn", bool(spec.match_cn)),
+        ("error-page", bool(spec.error_page)),
+        ("pass-certificate-to-upstream", spec.pass_certificate),
+    ) if wanted]  # fmt: skip
+    lacking.append("the ssl-client-* request headers")
+    notes = [
+        "auth-tls-*: the Gateway API validates client certificates per Gateway port "
+        "(spec.tls.frontend), for every host of its HTTPS listeners, not per host (a Gateway "
+        f"of another namespace needs a ReferenceGrant in {ns} for Secret {spec.secret}). It "
+        "has no equivalent, nor has a CoxswainPolicy, of: "
+        f"{', '.join(lacking)}; keep this Ingress serving its hosts until its clients and "
+        "backends need none of it"
+    ]
+    if not spec.required:
+        notes.append(
+            'auth-tls-verify-client "optional" has no Gateway API equivalent: '
+            "AllowInsecureFallback admits a certificate that fails verification as well (and "
+            "Coxswain then asks for none)"
+        )
+        return [], notes
+    validation = {"caCertificateRefs": [ref], "mode": "AllowValidOnly"}
+    patch = {
+        "apiVersion": GATEWAY_API,
+        "kind": "Gateway",
+        "metadata": {"name": gateway[1], **({"namespace": gateway[0]} if gateway[0] else {})},
+        "spec": {"tls": {"frontend": {"default": {"validation": validation}}}},
+    }
+    notes.append(
+        'auth-tls-verify-client "on": the gatewayPatches below (a merge patch of the '
+        "Gateway) refuse in the handshake a client without a valid certificate, where "
+        "ingress-nginx answers 400"
+    )
+    return [patch], notes
 
 
 def _backend_policies(plan: IngressPlan) -> list[dict[str, Any]]:
