@@ -32,7 +32,10 @@ What ingress-nginx does, and so this:
   does. A store for the whole port would ask the clients of every host for a certificate, so
   such an Ingress is refused. A defaultBackend is not a rule: nginx serves it on the catch-all
   server its auth-tls-* do not configure, and so it is served unchecked here too.
-- A wildcard host's store has the wildcard as its server name (one label, as the host's rules).
+- A wildcard host's store has the wildcard as its server name. The proxy picks a store by the
+  client's server name, the exact one first, then the wildcards covering it, so an exact host
+  without auth-tls-* under such a wildcard asks its clients for a certificate too, where
+  nginx's server for that name asks for none (docs/migrating-from-ingress-nginx.md).
 - A host passed through (ssl-passthrough) never reaches HTTP on the HTTPS port: no store.
 """
 
