@@ -60,6 +60,20 @@ class Collector(_Base):
         yield GaugeMetricFamily(
             "coxswain_proxy_connections", "Client connections open now.", value=stats.connections
         )
+        if stats.per_worker:
+            per_worker = GaugeMetricFamily(
+                "coxswain_proxy_worker_connections",
+                "Client connections open now, by worker process (--workers N > 1).",
+                labels=["worker"],
+            )
+            for index, count in enumerate(stats.per_worker):
+                per_worker.add_metric([str(index)], count)
+            yield per_worker
+            yield CounterMetricFamily(
+                "coxswain_proxy_worker_handovers",
+                "Client connections a worker accepted and handed to a less loaded one.",
+                value=stats.handed_over,
+            )
         timeouts = CounterMetricFamily(
             "coxswain_proxy_client_timeouts",
             "Client connections ended for being too slow or idle, by kind: head (request head "

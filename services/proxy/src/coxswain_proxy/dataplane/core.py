@@ -2,7 +2,8 @@
 
 Where it sits: in-process (`--workers 1`) the relay (`wiring.Relay`) calls `apply()` with the
 resources of each snapshot the discovery client commits; with several workers each worker process
-runs its own `Dataplane` and `workers` relays snapshots to it. `apply()` compiles off the event loop
+runs its own `Dataplane` (its listeners' accepts going through `balance.Balancer`, which evens out
+the workers' shares) and `workers` relays snapshots to it. `apply()` compiles off the event loop
 (certificates and regular expressions take a while), swaps `Runtime.tables` in one assignment, then
 brings the listeners in line. `close()` is the graceful shutdown of conventions item 8: close
 listeners, ask each connection to finish, wait with a bound, then close what is left. It makes the
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coxswain_proxy.dataplane import tables
+from coxswain_proxy.dataplane import balance, tables
 from coxswain_proxy.dataplane.http import outbox
 from coxswain_proxy.dataplane.listeners import Listeners
 from coxswain_proxy.dataplane.runtime import Config, Runtime
@@ -43,6 +44,8 @@ class Options:
     config: Config = field(default_factory=Config)
     port_map: Callable[[int], int] = lambda p: p  # routing port -> port to bind (tests: 0)
     reuse_port: bool = False
+    # With workers: a worker over its share of connections hands new ones on (`balance`).
+    balance: bool = True
 
     @property
     def ingress(self) -> dict[int, bool]:
@@ -63,9 +66,16 @@ def _http(tls: bool) -> ListenerProtocol:
 
 
 class Dataplane:
-    def __init__(self, options: Options, sockets: dict[int, socket.socket] | None = None) -> None:
+    def __init__(
+        self,
+        options: Options,
+        sockets: dict[int, socket.socket] | None = None,
+        seat: balance.Seat | None = None,
+    ) -> None:
         self.options = options
         self._sockets = sockets
+        self._seat = seat  # a worker's part in balancing (`workers`), or None
+        self.balancer: balance.Balancer | None = None
         self.rt: Runtime | None = None
         self.listeners: Listeners | None = None
         self.applied_at = 0.0  # time.time() of the last swap
@@ -77,12 +87,15 @@ class Dataplane:
         sink = outbox.Outbox(asyncio.get_running_loop())
         self._connector = PooledConnector(config, sink)
         self.rt = Runtime(config, self._connector, sink)
+        if self._seat is not None:
+            self.balancer = balance.Balancer(self._seat, self.rt).start()
         self.listeners = Listeners(
             self.rt,
             address=self.options.address,
             port_map=self.options.port_map,
             reuse_port=self.options.reuse_port,
             sockets=self._sockets,
+            accepting=self.balancer.wrap if self.balancer is not None else None,
         )
         self._sweeper = tasks.spawn(self._sweep(), name="dataplane-sweep")
         return self
@@ -143,6 +156,8 @@ class Dataplane:
             return
         grace = rt.config.grace_seconds if grace is None else grace
         self.listeners.close()
+        if self.balancer is not None:
+            await self.balancer.close()
         rt.draining = True
         for handshake in list(rt.handshakes):
             handshake.abort()  # no request has come on it yet

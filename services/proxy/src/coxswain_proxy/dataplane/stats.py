@@ -31,7 +31,7 @@ STREAM_TOTAL, STREAM_ACTIVE, STREAM_RECEIVED, STREAM_SENT, STREAM_REFUSED = rang
 class Stats:
     __slots__ = (
         "requests", "buckets", "latency_sum", "latency_count", "connections", "client_timeouts",
-        "streams",
+        "streams", "per_worker", "handed_over",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -42,6 +42,10 @@ class Stats:
         self.connections = 0  # client connections open now
         self.client_timeouts = dict.fromkeys(TIMEOUT_KINDS, 0)  # kind -> connections ended
         self.streams: dict[str, list[int]] = {}  # stream route -> counters (STREAM_*)
+        # Merged from workers: each one's client connections open now, by worker index (how
+        # evenly they share the load, `balance`); empty in process.
+        self.per_worker: list[int] = []
+        self.handed_over = 0  # connections this worker accepted and handed to another
 
     def stream(self, route: str) -> list[int]:
         """The counters of one stream route, which its connections update in place."""
@@ -71,11 +75,13 @@ class Stats:
             "connections": self.connections,
             "client_timeouts": dict(self.client_timeouts),
             "streams": {route: list(counts) for route, counts in self.streams.items()},
+            "handed_over": self.handed_over,
         }
 
     @classmethod
     def merged(cls, snapshots: list[dict[str, Any]]) -> Stats:
         total = cls()
+        total.per_worker = [snap["connections"] for snap in snapshots]
         for snap in snapshots:
             for route, cls_, count in snap["requests"]:
                 key = (route, cls_)
@@ -85,6 +91,7 @@ class Stats:
             total.latency_sum += snap["latency_sum"]
             total.latency_count += snap["latency_count"]
             total.connections += snap["connections"]
+            total.handed_over += snap["handed_over"]
             for kind, count in snap["client_timeouts"].items():
                 total.client_timeouts[kind] += count
             for route, counts in snap.get("streams", {}).items():

@@ -1,7 +1,9 @@
 """Several worker processes serving the same ports, each with its own event loop and tables.
 
 Where it sits: with `--workers N > 1` the parent process (discovery, admin) starts N workers;
-each binds every listener with SO_REUSEPORT, so the kernel spreads connections across them.
+each binds every listener with SO_REUSEPORT, so the kernel spreads connections across them,
+and a worker over its share hands new ones to the least-loaded (`balance`, its `Board` made here
+before fork).
 A snapshot is applied once in the parent (decoded, validated, versioned) and sent to each worker
 as its encoded wire resources (a `Snapshot` message) over a socketpair; each worker decodes,
 compiles, swaps its one reference and answers "swapped" with the ports it bound. `apply()`
@@ -35,7 +37,7 @@ from typing import Any
 
 from coxswain_proto import discovery as pb
 from coxswain_proxy import gcpause
-from coxswain_proxy.dataplane import tables
+from coxswain_proxy.dataplane import balance, tables
 from coxswain_proxy.dataplane.core import BoundPort, Dataplane, Options
 from coxswain_proxy.dataplane.stats import Stats
 from coxswain_routing import ListenerProtocol, Resource, from_wire, to_wire
@@ -136,19 +138,22 @@ class Workers:
 
     async def start(self, count: int) -> Workers:
         context = multiprocessing.get_context("fork")
+        board = balance.Board(count) if self.options.balance else None
         for index in range(count):
             parent_end, child_end = socket.socketpair()
             # The child must hold no other worker's pipe, or a parent's death goes unseen.
             others = [w.writer.get_extra_info("socket").fileno() for w in self.workers]
             process = context.Process(
                 target=_child,
-                args=(child_end, self.options, others),
+                args=(child_end, self.options, others, board, index),
                 name=f"coxswain-worker-{index}",
             )
             process.start()
             child_end.close()
             reader, writer = await asyncio.open_connection(sock=parent_end)
             self.workers.append(Worker(process, reader, writer))
+        if board is not None:
+            board.close()  # the workers hold what they need of it
         self._sent = None  # a new worker holds nothing yet
         return self
 
@@ -184,21 +189,28 @@ class Workers:
         self.workers.clear()
 
 
-def _child(sock: socket.socket, options: Options, others: list[int]) -> None:
+def _child(
+    sock: socket.socket,
+    options: Options,
+    others: list[int],
+    board: balance.Board | None,
+    index: int,
+) -> None:
     import uvloop
 
     for fd in others:
         os.close(fd)
+    seat = board.seat(index) if board is not None else None
     # The parent's loop is copied by fork but must not be used here.
     asyncio.events._set_running_loop(None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    uvloop.run(_serve(sock, options))
+    uvloop.run(_serve(sock, options, seat))
     os._exit(0)
 
 
-async def _serve(sock: socket.socket, options: Options) -> None:
-    plane = await Dataplane(options).start()
+async def _serve(sock: socket.socket, options: Options, seat: balance.Seat | None) -> None:
+    plane = await Dataplane(options, seat=seat).start()
     held: dict[str, Resource] = {}  # what the parent last sent, as compiled
     reader, writer = await asyncio.open_connection(sock=sock)
     try:
