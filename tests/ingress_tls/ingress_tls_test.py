@@ -7,7 +7,10 @@ and every certificate is minted in the test. Covers proxy-ssl-* (the backend ver
 proxy-ssl-name against the Secret's ca.crt, its client certificate presented, a backend of
 another CA never sent the request); ssl-passthrough (a client verifying the backend's own
 certificate through the Ingress HTTPS port, beside a host the port terminates, and a
-passthrough host's plain HTTP not served). What each annotation becomes as data is in the golden
+passthrough host's plain HTTP not served); auth-tls-* (a host whose clients must present a
+certificate of the Secret's CA, one where it is optional, the certificate's subject sent on, the
+client's own ssl-client-* fields replaced, and a request for the host on a connection whose TLS
+server name chose another host refused). What each annotation becomes as data is in the golden
 cases (translate/testdata/ingress-nginx-*); the proxy's own TLS tests cover the rest.
 """
 
@@ -276,3 +279,78 @@ async def test_a_passthrough_host_never_hands_its_connection_to_the_proxy_tls() 
             except ssl.SSLCertVerificationError:
                 verified_by_edge = False
     assert not verified_by_edge
+
+
+# -------------------------------------------------------------------------------- auth-tls-*
+
+
+def _field(body: bytes, name: str) -> list[str]:
+    """The values the echo saw under a field name, whatever its case."""
+    headers: dict[str, list[str]] = seen(body)["headers"]
+    return [v for k, values in headers.items() if k.lower() == name for v in values]
+
+
+def presenting(trust: CertificateAuthority, certificate: Issued | None) -> ssl.SSLContext:
+    """A client context verifying the proxy under `trust` and presenting `certificate`."""
+    context = client_context(trust)
+    if certificate is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            chain, key = Path(tmp, "chain.pem"), Path(tmp, "key.pem")
+            chain.write_bytes(certificate.chain_pem)
+            key.write_bytes(certificate.key_pem)
+            context.load_cert_chain(chain, key)
+    return context
+
+
+async def test_auth_tls_asks_each_host_for_a_certificate_of_its_own_ca() -> None:
+    edge, clients, stranger = (CertificateAuthority.create(n) for n in ("edge", "clients", "x"))
+    served = edge.issue(dns=["strict.example", "lax.example", "open.example"])
+    alice, mallory = clients.issue(common_name="alice"), stranger.issue(common_name="mallory")
+    forged = "ssl-client-verify: SUCCESS\r\nssl-client-subject-dn: CN=admin\r\n"
+    async with EchoServer(pod="web-0") as web:
+        tls = {"tls.crt": served.chain_pem, "tls.key": served.key_pem}
+        ca = {"auth-tls-secret": f"{NS}/client-ca"}
+        manifests = [
+            *service("web", 80, web.port, "http"),
+            secret("edge-tls", tls, "kubernetes.io/tls"),
+            secret("client-ca", {"ca.crt": clients.certificate_pem}),
+            ingress(
+                "strict", "strict.example", "web", 80,
+                {**ca, "auth-tls-pass-certificate-to-upstream": "true"},
+                tls_secret="edge-tls",
+            ),
+            ingress(
+                "lax", "lax.example", "web", 80,
+                {**ca, "auth-tls-verify-client": "optional"},
+                tls_secret="edge-tls",
+            ),
+            ingress("open", "open.example", "web", 80, {}, tls_secret="edge-tls"),
+        ]  # fmt: skip
+        async with serving(manifests) as ports:
+            https = ports[HTTPS]
+            async with client(https, presenting(edge, alice), "strict.example") as c:
+                admitted = await c.request("/", host="strict.example", extra=forged)
+            async with client(https, presenting(edge, None), "strict.example") as c:
+                bare = await c.request("/", host="strict.example")
+            async with client(https, presenting(edge, None), "lax.example") as c:
+                optional = await c.request("/", host="lax.example", extra=forged)
+            async with client(https, presenting(edge, None), "open.example") as c:
+                unasked = await c.request("/", host="open.example")
+                # The certificate check belongs to the connection's server name, not the Host.
+                smuggled = await c.request("/", host="strict.example")
+            refused_in_handshake = False
+            try:
+                async with client(https, presenting(edge, mallory), "strict.example") as c:
+                    await c.request("/", host="strict.example")
+            except (ssl.SSLError, ConnectionError):
+                refused_in_handshake = True
+    assert admitted.status == 200
+    assert _field(admitted.body, "ssl-client-verify") == ["SUCCESS"]
+    assert _field(admitted.body, "ssl-client-subject-dn") == ["CN=alice"]
+    assert _field(admitted.body, "ssl-client-cert")[0].startswith("-----BEGIN%20CERTIFICATE")
+    assert bare.status == 400 and b"web-0" not in bare.body
+    assert optional.status == 200 and _field(optional.body, "ssl-client-verify") == ["NONE"]
+    assert _field(optional.body, "ssl-client-subject-dn") == []
+    assert unasked.status == 200 and _field(unasked.body, "ssl-client-verify") == []
+    assert smuggled.status == 421 and b"web-0" not in smuggled.body
+    assert refused_in_handshake
