@@ -1,6 +1,6 @@
 """End to end: a realistic ingress-nginx Ingress set moved to Coxswain as it is, with kubectl.
 
-The set (tests/e2e/ingress_nginx/, twelve Ingresses shaped like ingress-nginx's own examples) is
+The set (tests/e2e/ingress_nginx/, thirteen Ingresses shaped like ingress-nginx's own examples) is
 applied unedited with kubectl (`coxswain_devkit.layer_tools`' pinned kubectl) into the API
 emulator of a whole stack run from the shipped PEX files: only its IngressClass "nginx" now
 names Coxswain's controller. The echo backs each Service of namespace web (fortune-teller on its
@@ -13,11 +13,13 @@ header, by cookie and by weight (an exact 20 of 100), and the main Ingress's aff
 keeping a client on the canary that took it; allow and deny source ranges told apart by the
 client's own loopback address; limit-rps's 429 with Retry-After; basic auth from an Opaque
 htpasswd Secret (401, then 200); external auth (the sign-in redirect, then the auth server's
-headers on the request sent on); gRPC through backend-protocol GRPC; a permanent redirect; a
-refused configuration-snippet (404, and an InvalidAnnotation Warning Event); exactly the Events
-the set's refused and ignored keys call for; and the migration report (`coxswain-controller
-translate --migration-report`) saying the same of every Ingress as the stack did. Every
-annotation's every case is in the translation and policy tests; this checks the set as a whole.
+headers on the request sent on); client certificates (auth-tls-*: none sent to the error page,
+another CA's refused in the handshake, a partner's admitted with its subject and PEM sent on);
+gRPC through backend-protocol GRPC; a permanent redirect; a refused configuration-snippet (404,
+and an InvalidAnnotation Warning Event); exactly the Events the set's refused and ignored keys
+call for; and the migration report (`coxswain-controller translate --migration-report`) saying
+the same of every Ingress as the stack did. Every annotation's every case is in the translation
+and policy tests; this checks the set as a whole.
 """
 
 from __future__ import annotations
@@ -109,6 +111,19 @@ def send(
     return _exchange(conn, method, path, {"Host": host, **(headers or {})}, body)
 
 
+def presenting(
+    trust: CertificateAuthority, client: CertificateAuthority, workdir: Path
+) -> ssl.SSLContext:
+    """A client context verifying the proxy under `trust`, presenting a certificate `client`
+    issued to CN=partner-1."""
+    context = ssl.create_default_context(cadata=trust.certificate_pem.decode())
+    issued = client.issue(common_name="partner-1")
+    pem = workdir / "partner-1.pem"
+    pem.write_bytes(issued.chain_pem + b"\n" + issued.key_pem)
+    context.load_cert_chain(pem)
+    return context
+
+
 def send_tls(port: int, host: str, path: str, context: ssl.SSLContext) -> Answer:
     """One request over TLS, naming `host` by SNI."""
     raw = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -183,6 +198,7 @@ def auth_slice(port: int) -> dict[str, Any]:
 class Cluster:
     stack: Stack
     ca: CertificateAuthority
+    partners: CertificateAuthority  # the client CA of auth-tls-secret
     auth: AuthServer
     applied: str  # what kubectl apply said
     core: Any = None
@@ -223,6 +239,13 @@ def kubectl_apply(stack: Stack, workdir: Path) -> str:
     return done.stdout
 
 
+def ca_secret(ns: str, name: str, ca: CertificateAuthority) -> dict[str, Any]:
+    """An Opaque Secret holding `ca`'s certificate as ca.crt, as auth-tls-secret reads it."""
+    data = {"ca.crt": base64.b64encode(ca.certificate_pem).decode()}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": ns}, "data": data}  # fmt: skip
+
+
 def namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
@@ -231,6 +254,7 @@ def namespace(name: str) -> dict[str, Any]:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     workdir = tmp_path_factory.mktemp("migration")
     ca = CertificateAuthority.create("e2e migration CA")
+    partners = CertificateAuthority.create("e2e partner CA")
     auth = AuthServer(sessions={"alice-session": ("alice", "alice@example.com")})
     auth_port = auth.start()
     try:
@@ -245,13 +269,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 namespace(WEB),
                 namespace(AUTH),
                 tls_secret(WEB, "shop-tls", ca, ["shop.example.com"]),
+                tls_secret(WEB, "portal-tls", ca, ["portal.example.com"]),
+                ca_secret(WEB, "partner-ca", partners),
                 auth_slice(auth_port),
             ],
         )
         try:
             stack.start()
             with stack.client() as client:
-                running = Cluster(stack, ca, auth, kubectl_apply(stack, workdir))
+                running = Cluster(stack, ca, partners, auth, kubectl_apply(stack, workdir))
                 running.core = kubernetes.client.CoreV1Api(client)
                 yield running
         finally:
@@ -267,7 +293,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def test_kubectl_applies_the_set_unedited(cluster: Cluster) -> None:
     documents = [d for f in sorted(DATA.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())]
     ingresses = [d["metadata"]["name"] for d in documents if d["kind"] == "Ingress"]
-    assert len(ingresses) == 12
+    assert len(ingresses) == 13
     for name in ingresses:
         assert f"ingress.networking.k8s.io/{name} created" in cluster.applied
     assert "secret/basic-auth created" in cluster.applied
@@ -400,6 +426,23 @@ def test_external_auth_signs_in_then_passes_the_users_headers(cluster: Cluster) 
     assert seen.body["headers"]["X-Auth-Request-Email"] == ["alice@example.com"]
 
 
+def test_client_certificates_of_the_partner_ca_only(cluster: Cluster, tmp_path: Path) -> None:
+    host = "portal.example.com"
+    bare = eventually(
+        lambda: (a := send_tls(cluster.https, host, "/", cluster.tls())).status == 302 and a,
+        "the portal's error page for a client without a certificate",
+    )
+    assert bare.header("Location") == "https://www.example.com/error-cert.html"
+    partner = send_tls(cluster.https, host, "/", presenting(cluster.ca, cluster.partners, tmp_path))
+    assert partner.pod == "frontend-0"
+    assert partner.body["headers"]["ssl-client-verify"] == ["SUCCESS"]
+    assert partner.body["headers"]["ssl-client-subject-dn"] == ["CN=partner-1"]
+    assert partner.body["headers"]["ssl-client-cert"][0].startswith("-----BEGIN%20CERTIFICATE")
+    stranger = CertificateAuthority.create("not a partner")
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        send_tls(cluster.https, host, "/", presenting(cluster.ca, stranger, tmp_path))
+
+
 def test_grpc_through_backend_protocol_grpc(cluster: Cluster) -> None:
     target = f"127.0.0.1:{cluster.http}"
     seen = eventually(
@@ -442,15 +485,19 @@ def _keys(message: str) -> list[str]:
     return [word.split("=", 1)[0] for word in message.split() if word.startswith(P)]
 
 
-def test_the_migration_report_says_what_the_stack_did(cluster: Cluster) -> None:
-    files = [arg for f in sorted(DATA.glob("*.yaml")) for arg in ("-f", str(f))]
+def test_the_migration_report_says_what_the_stack_did(cluster: Cluster, tmp_path: Path) -> None:
+    # The partners' CA Secret is made by the test, not part of the set: given to the report too.
+    made = tmp_path / "partner-ca.yaml"
+    made.write_text(yaml.safe_dump(ca_secret(WEB, "partner-ca", cluster.partners)))
+    files = [arg for f in [*sorted(DATA.glob("*.yaml")), made] for arg in ("-f", str(f))]
     argv = cluster.stack.launcher.argv("controller", "translate", *files, "--migration-report")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
     reports = {d["ingress"]: d for d in yaml.safe_load_all(done.stdout) if d}
-    assert len(reports) == 12
+    assert len(reports) == 13
     refused = {name for name, r in reports.items() if not r["served"]}
     assert refused == {"web/legacy-headers"}
     fates = {(name, a["key"]): a["fate"] for name, r in reports.items() for a in r["annotations"]}
     assert fates[("web/legacy-headers", P + "configuration-snippet")] == "refused"
     assert fates[("web/api", P + "proxy-connect-timeout")] == "ignored"
     assert fates[("web/internal", P + "auth-secret")] == "honoured"
+    assert fates[("web/partner-portal", P + "auth-tls-secret")] == "honoured"
