@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["CATALOG", "PREFIX", "Entry", "Fate", "OFF_IS_HARMLESS", "entry"]
+__all__ = ["CATALOG", "HARMLESS_VALUES", "PREFIX", "Entry", "Fate", "OFF_IS_HARMLESS", "entry"]
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 
@@ -387,6 +387,15 @@ OFF_IS_HARMLESS = frozenset(
         "session-cookie-partitioned",
     }
 )
+
+# Refused features with a value that is ingress-nginx's own default, asking for nothing either:
+# `proxy_redirect off` leaves a backend's Location alone, as Coxswain does; `satisfy all` needs
+# every check to pass, as Coxswain's do. Those values are ignored, not refused.
+HARMLESS_VALUES: dict[str, frozenset[str]] = {
+    "proxy-redirect-from": frozenset({"off"}),
+    "proxy-redirect-to": frozenset({"off"}),
+    "satisfy": frozenset({"all"}),
+}
 
 
 def entry(name: str) -> Entry | None:

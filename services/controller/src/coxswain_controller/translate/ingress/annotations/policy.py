@@ -21,6 +21,7 @@ from typing import Any
 
 from coxswain_controller.translate.ingress.annotations import groups, tls
 from coxswain_controller.translate.ingress.annotations.catalog import (
+    HARMLESS_VALUES,
     OFF_IS_HARMLESS,
     PREFIX,
     Fate,
@@ -123,6 +124,9 @@ def _static(name: str, value: str, origin: str, canary: bool) -> Verdict | None:
         return Verdict(key, value, Fate.IGNORED, note, origin)
     if found.fate is Fate.REFUSED and name in OFF_IS_HARMLESS and _off(value):
         return Verdict(key, value, Fate.IGNORED, "off, which is what Coxswain does", origin)
+    if found.fate is Fate.REFUSED and value.strip() in HARMLESS_VALUES.get(name, ()):
+        note = f"{value.strip()}, ingress-nginx's default, which is what Coxswain does"
+        return Verdict(key, value, Fate.IGNORED, note, origin)
     if found.fate is not Fate.HONOURED:
         return Verdict(key, value, found.fate, found.note, origin)
     return None

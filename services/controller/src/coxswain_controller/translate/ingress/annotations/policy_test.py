@@ -291,6 +291,13 @@ def test_an_off_switch_of_a_feature_not_built_asks_for_nothing() -> None:
     assert "enable-modsecurity" in catalog.OFF_IS_HARMLESS
 
 
+def test_a_refused_feature_written_at_its_nginx_default_asks_for_nothing() -> None:
+    policy = read(keys(proxy_redirect_from="off", proxy_redirect_to="off", satisfy="all"))
+    assert policy.served and set(fates(policy).values()) == {Fate.IGNORED}
+    assert not read(keys(proxy_redirect_from="default")).served
+    assert not read(keys(satisfy="any")).served
+
+
 def test_ssl_passthrough_makes_every_other_key_moot() -> None:
     policy = read(keys(ssl_passthrough="true", rewrite_target="/", limit_rps="5"))
     assert policy.served and policy.passthrough
