@@ -343,7 +343,7 @@ async def cost_main(args: argparse.Namespace) -> None:
         base = statistics.median(runs["hash"].cpu_us)
         for mode, run in runs.items():
             cpu, handed = statistics.median(run.cpu_us), statistics.median(run.handed)
-            each = f"{(cpu - base) / handed:16.0f}" if handed > 0.01 else f"{'':16}"
+            each = f"{(cpu - base) / handed:16.0f}" if handed > 0.05 else f"{'':16}"
             print(
                 f"{workers:7} {mode:9} {statistics.median(run.rps):8.0f} {cpu:12.1f} "
                 f"{handed:11.1%} {each}",
