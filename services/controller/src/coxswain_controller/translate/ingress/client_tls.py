@@ -180,7 +180,7 @@ def _check(
     certificate = ClientCertificate(
         store.key,
         required=spec.required,
-        max_chain=spec.depth + 1,  # nginx's depth counts the CAs above the certificate
+        max_chain=spec.depth + 2,  # OpenSSL verify depth N: levels 0..N+1 (leaf, N CAs, anchor)
         subject=spec.match_cn,
         pass_certificate=spec.pass_certificate,
         error_page=spec.error_page,

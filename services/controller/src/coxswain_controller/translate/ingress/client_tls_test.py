@@ -95,7 +95,7 @@ def test_a_host_asks_for_certificates_on_https_and_checks_each_request() -> None
     assert check(router, "m.example", "/any") == ClientCertificate(
         "client-ca/443/m.example",
         required=True,
-        max_chain=3,
+        max_chain=4,
         subject="CN=(alice|bob)",
         pass_certificate=True,
         error_page="https://login.example/cert",
@@ -110,7 +110,7 @@ def test_optional_asks_the_same_way_and_sends_on_a_request_without_one() -> None
                                                        annotations=optional))  # fmt: skip
     [store] = stores(result).values()
     assert store.mode is ClientValidationMode.ALLOW_VALID_OR_NONE
-    assert check(router, "o.example") == ClientCertificate(store.key, required=False, max_chain=2)
+    assert check(router, "o.example") == ClientCertificate(store.key, required=False, max_chain=3)
 
 
 def test_the_oldest_ingress_setting_it_decides_for_every_path_of_the_host() -> None:
@@ -141,7 +141,7 @@ def test_the_oldest_ingress_setting_it_decides_for_every_path_of_the_host() -> N
     )
     router, result = run(_cert(), ca_secret(), ca_secret("other", OTHER_CA),
                          plain, older, younger, same)  # fmt: skip
-    wanted = ClientCertificate("client-ca/443/h.example", required=False, max_chain=2)
+    wanted = ClientCertificate("client-ca/443/h.example", required=False, max_chain=3)
     assert {check(router, "h.example", p) for p in ("/plain", "/a", "/b", "/c")} == {wanted}
     assert [s.sources for s in stores(result).values()] == [("Secret shop/ca",)]
     for told in ("plain", "younger"):

@@ -198,8 +198,9 @@ _ENTRIES: dict[str, Entry] = {
     ),
     "auth-tls-verify-depth": _h(
         "Client certificates",
-        "the longest chain admitted is the depth plus one (the certificate and its CA, by "
-        "default); a longer one is answered 400 (or sent to the error page)",
+        "the longest chain admitted is the depth plus two, as OpenSSL counts it (the "
+        "certificate, one intermediate and the CA, by default); a longer one is answered 400 "
+        "(or sent to the error page)",
     ),
     "auth-tls-error-page": _h(
         "Client certificates",
