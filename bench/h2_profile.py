@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import pstats
 import subprocess
 import sys
@@ -59,19 +60,30 @@ PIECES = (
 )  # fmt: skip
 
 
-async def run(requests: int, port: int, cert: TlsCertificate, h1: bool = False) -> None:
+async def run(
+    requests: int, port: int, cert: TlsCertificate, h1: bool = False, close: bool = False
+) -> None:
     from coxswain_proxy.dataplane.core import Dataplane, Options
 
     plane = await Dataplane(Options(shared=False, address="127.0.0.1")).start()
     resources = bench.snapshot(port, bench.free_port(), cert, bench.BACKEND_PORT, 1)
     await plane.apply(resources)  # type: ignore[arg-type]
     url = f"http://127.0.0.1:{port}/p50/x"
-    h2load = await asyncio.create_subprocess_exec(
-        "h2load", *(["--h1"] if h1 else []), "-t1", "-c50", "-m10", f"-n{requests}",
-        "-H", ":authority: bench.example.com", url, stdout=subprocess.PIPE,
-    )  # fmt: skip
-    out, _ = await h2load.communicate()
-    print(out.decode().split("\n\n", 1)[-1].split("time for request")[0].strip())
+    if close:
+        # ApacheBench without -k: one TCP connection per request, 50 at a time.
+        client = await asyncio.create_subprocess_exec(
+            "ab", "-q", "-n", str(requests), "-c50", "-H", "Host: bench.example.com", url,
+            stdout=subprocess.PIPE,
+        )  # fmt: skip
+        out, _ = await client.communicate()
+        print("\n".join(line for line in out.decode().splitlines() if "equests" in line))
+    else:
+        client = await asyncio.create_subprocess_exec(
+            "h2load", *(["--h1"] if h1 else []), "-t1", "-c50", "-m10", f"-n{requests}",
+            "-H", ":authority: bench.example.com", url, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        out, _ = await client.communicate()
+        print(out.decode().split("\n\n", 1)[-1].split("time for request")[0].strip())
     await plane.close(1.0)
 
 
@@ -98,6 +110,11 @@ def main() -> None:
     parser.add_argument(
         "--h1", action="store_true", help="HTTP/1.1 clients (h2load --h1, 10 pipelined) instead"
     )
+    parser.add_argument(
+        "--close",
+        action="store_true",
+        help="HTTP/1.1, a new connection per request (ApacheBench, apache2-utils) instead",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="coxswain-h2prof-"))
     issued = CertificateAuthority.create().issue(dns=["bench.example.com"])
@@ -112,21 +129,23 @@ def main() -> None:
     try:
         bench._wait_port(bench.BACKEND_PORT)
         if args.count:
-            counts = count(lambda: uvloop.run(run(args.count, bench.free_port(), cert, args.h1)))
+            counts = count(lambda: uvloop.run(run(args.count, bench.free_port(), cert, args.h1, args.close)))
             calls, opcodes = (n / args.count for n in counts)
             print(f"counted: {calls:.1f} Python calls, {opcodes:.0f} bytecodes per request")
             return
         if args.plain:
             for _ in range(args.plain):
                 began = time.process_time()
-                uvloop.run(run(args.requests, bench.free_port(), cert, args.h1))
+                uvloop.run(run(args.requests, bench.free_port(), cert, args.h1, args.close))
                 cpu = (time.process_time() - began) / args.requests * 1e6
                 print(f"proxy CPU {cpu:.1f} µs/request (this process: the data plane alone)")
             return
         profile = cProfile.Profile()
         profile.enable()
-        uvloop.run(run(args.requests, bench.free_port(), cert, args.h1))
+        uvloop.run(run(args.requests, bench.free_port(), cert, args.h1, args.close))
         profile.disable()
+        if os.environ.get("H2PROF_DUMP"):
+            profile.dump_stats(os.environ["H2PROF_DUMP"])
     finally:
         nginx.terminate()
         nginx.wait()
