@@ -7,6 +7,8 @@
 parsing is not in it). `--plain RUNS` runs without the profiler, RUNS times, and prints
 h2load's figures and the data plane's CPU time per request (this process's; h2load and nginx
 run apart): the real cost, less swayed than req/s by other work on a shared machine.
+`--close` makes the clients HTTP/1.1 with a new connection per request (ApacheBench, from
+apache2-utils); `H2PROF_DUMP=<file>` keeps the profile for pstats.
 
 One data plane (the bench snapshot of `proxy_throughput`: 100 routes, metrics on) runs in this
 process under cProfile, on uvloop; nginx is its HTTP/1.1 backend and `h2load` (50 connections x
@@ -76,7 +78,8 @@ async def run(
             stdout=subprocess.PIPE,
         )  # fmt: skip
         out, _ = await client.communicate()
-        print("\n".join(line for line in out.decode().splitlines() if "equests" in line))
+        lines = out.decode().splitlines()
+        print("\n".join(line for line in lines if "Requests per second" in line))
     else:
         client = await asyncio.create_subprocess_exec(
             "h2load", *(["--h1"] if h1 else []), "-t1", "-c50", "-m10", f"-n{requests}",
@@ -129,7 +132,8 @@ def main() -> None:
     try:
         bench._wait_port(bench.BACKEND_PORT)
         if args.count:
-            counts = count(lambda: uvloop.run(run(args.count, bench.free_port(), cert, args.h1, args.close)))
+            plane = run(args.count, bench.free_port(), cert, args.h1, args.close)
+            counts = count(lambda: uvloop.run(plane))
             calls, opcodes = (n / args.count for n in counts)
             print(f"counted: {calls:.1f} Python calls, {opcodes:.0f} bytecodes per request")
             return
