@@ -12,8 +12,9 @@ ingress-nginx's annotations (over the class's `defaultAnnotations`) are read int
 and a refused one (a snippet, a value that cannot be honoured, a feature not built yet) leaves
 the Ingress's paths unserved rather than served wrong. The stages after reading: hosts whose
 paths are regexes (`regex_hosts`), canaries matched to their mains (`canaries`), each served
-Ingress lowered into rules (`lowering`), each host's client certificates settled from its
-oldest Ingress asking for them (`client_tls`), and the rules added, oldest first.
+Ingress lowered into rules (`lowering`; one whose auth-url names $host again, once the others
+say which Service serves its auth path: `host_auth`), each host's client certificates settled
+from its oldest Ingress asking for them (`client_tls`), and the rules added, oldest first.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from coxswain_controller.translate.guard import MALFORMED, guarded, malformed_ev
 from coxswain_controller.translate.ingress import (
     canaries,
     client_tls,
+    host_auth,
     lowering,
     passthrough,
     policies,
@@ -53,7 +55,15 @@ from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_controller.translate.tables import ScopeTables
 from coxswain_routing import Rule, TlsCertificate, WildcardScope
 
-__all__ = ["Stages", "claimant", "claimed_ingresses", "ingress_verdicts", "ingresses", "stages"]
+__all__ = [
+    "Stages",
+    "claimant",
+    "claimed_ingresses",
+    "ingress_verdicts",
+    "ingresses",
+    "lower_all",
+    "stages",
+]
 
 LEGACY_ANNOTATION = "kubernetes.io/ingress.class"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
@@ -218,7 +228,7 @@ def _ingresses(
     owners: dict[tuple[str, str, str], IngressPlan] = {}
     passed = passthrough.pass_through(found.plans, ctx, resolver)
     passthrough.serve(passed, tables, options.ingress_https_port)
-    lowered = [_lowered(plan, ctx) for plan in found.plans]
+    lowered = lower_all(found, ctx)
     served = [(p, low) for p, low in zip(found.plans, lowered, strict=True)
               if isinstance(low, lowering.Lowered) and not low.refused]  # fmt: skip
     clients = client_tls.claim(served, options.ingress_https_port, passed.owners)
@@ -235,6 +245,18 @@ def _ingresses(
         events += [e for e in found.canary_events if e.ref == plan.ref]
         events += [e for e in clients.events if e.ref == plan.ref]
     return events
+
+
+def lower_all(found: Stages, ctx: lowering.Context) -> list[lowering.Lowered | Event | None]:
+    """Each plan lowered (`_lowered`); an Ingress whose auth-url names $host is lowered again
+    once the rest tell where its auth path is served (`host_auth`), or refused."""
+    lowered = [_lowered(plan, ctx) for plan in found.plans]
+    if not host_auth.resolve(found.plans, lowered, ctx):
+        return lowered
+    return [
+        _lowered(plan, ctx) if host_auth.asks(plan) else outcome
+        for plan, outcome in zip(found.plans, lowered, strict=True)
+    ]
 
 
 def _lowered(plan: IngressPlan, ctx: lowering.Context) -> lowering.Lowered | Event | None:
@@ -256,9 +278,9 @@ def _plans(inputs: Inputs, options: Options, events: list[Event]) -> list[Ingres
             plan.access_log = parameters.access_log
             policies.load_secrets(plan, inputs)
             tls_secrets.load_tls_secrets(plan, inputs)
-            refused = client_tls.refusal(plan)
-            if refused is not None:
-                plan.refusals.append(refused)
+            for refused in (client_tls.refusal(plan), host_auth.refusal(plan)):
+                if refused is not None:
+                    plan.refusals.append(refused)
             plans.append(plan)
         except MALFORMED as exc:
             events.append(malformed_event("Ingress", ingress, exc))

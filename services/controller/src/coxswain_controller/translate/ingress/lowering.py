@@ -309,7 +309,7 @@ def _policy(
     regex = (path.host, path.value) in ctx.patterns
     cookie_path = "/" if regex or not path.value.startswith("/") else path.value
     found, unresolved = policies.rule_policy(
-        owner, policy, ctx.resolver, cookie_path=cookie_path, split=split
+        owner, policy, ctx.resolver, cookie_path=cookie_path, host=path.host, split=split
     )
     out.unresolved += unresolved
     return rule if found is None else replace(rule, policy=found)

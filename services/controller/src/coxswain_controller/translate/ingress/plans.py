@@ -15,9 +15,16 @@ from typing import Any
 from coxswain_controller.translate.ingress.annotations.policy import Policy, read
 from coxswain_controller.translate.inputs import Obj, created, meta, name, namespace, spec, uid
 from coxswain_controller.translate.result import ObjectRef
-from coxswain_routing import BasicAuth, PathType, UpstreamTLS
+from coxswain_routing import Backend, BasicAuth, PathType, UpstreamTLS
 
-__all__ = ["DEFAULT_BACKEND_INDEX", "IngressPlan", "PathPlan", "ServiceRef", "read_plan"]
+__all__ = [
+    "DEFAULT_BACKEND_INDEX",
+    "AuthTarget",
+    "IngressPlan",
+    "PathPlan",
+    "ServiceRef",
+    "read_plan",
+]
 
 # Rule index of a defaultBackend: after every rule of its Ingress.
 DEFAULT_BACKEND_INDEX = 1_000_000
@@ -47,6 +54,18 @@ class PathPlan:
     default: bool = False  # the Ingress's defaultBackend: every host's "/" (host "")
 
 
+@dataclass(frozen=True, slots=True)
+class AuthTarget:
+    """Where an auth-url of `$host` sends the auth request for one host (`host_auth`): the
+    backend of the Ingress path serving the URL's path on that host."""
+
+    backend: Backend  # its endpoint set (unresolved: the auth answers 500, as nginx's would)
+    service: str  # the Service, by name, port number and namespace (the migration report's)
+    port: int
+    namespace: str
+    via: str  # "<namespace>/<name>" of the Ingress whose path it is
+
+
 @dataclass
 class IngressPlan:
     obj: Obj
@@ -64,6 +83,8 @@ class IngressPlan:
     backend_tls: UpstreamTLS | None = None
     # auth-tls-secret's ca.crt and "Secret <namespace>/<name>" (`tls_secrets`).
     client_ca: tuple[bytes, str] | None = None
+    # auth-url of $host: each host's auth target (`host_auth.resolve`); empty before it ran.
+    auth_targets: dict[str, AuthTarget] = field(default_factory=dict)
 
     @property
     def ref(self) -> ObjectRef:

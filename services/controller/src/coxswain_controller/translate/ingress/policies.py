@@ -6,7 +6,8 @@ before any path is lowered; `lowering` then asks `rule_policy` for each rule tha
 (redirect rules get none: ingress-nginx answers its redirects before access checks). The auth
 Service of `auth-url` is resolved here, as a backend is, so its endpoint set goes into the
 snapshot; one that does not resolve leaves the policy naming no endpoints, which the proxy
-answers with 500, as nginx answers an auth request it cannot make.
+answers with 500, as nginx answers an auth request it cannot make. An auth-url of `$host`
+takes the Service `host_auth` found for the rule's host.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import base64
 import binascii
 from typing import TYPE_CHECKING
 
+from coxswain_controller.translate.ingress.annotations.access import SELF_HOST
 from coxswain_controller.translate.ingress.annotations.policy import ExternalSpec
 from coxswain_controller.translate.ingress.annotations.policy import Policy as Annotations
 from coxswain_controller.translate.inputs import Inputs, namespace
@@ -31,7 +33,7 @@ from coxswain_routing import (
 
 if TYPE_CHECKING:
     from coxswain_controller.translate.backends.resolver import BackendResolver
-    from coxswain_controller.translate.ingress.plans import IngressPlan
+    from coxswain_controller.translate.ingress.plans import AuthTarget, IngressPlan
 
 __all__ = ["entries", "load_secrets", "rate_limits", "rule_policy"]
 
@@ -91,14 +93,21 @@ def rule_policy(
     resolver: BackendResolver,
     *,
     cookie_path: str,
+    host: str,
     split: CookieSplit | None = None,
 ) -> tuple[Policy | None, list[str]]:
-    """The policy of a rule serving a path with `annotations` (those of `owner`, whose Secret
-    holds the basic-auth users), and what did not resolve (the auth Service)."""
+    """The policy of a rule serving a path of `host` with `annotations` (those of `owner`,
+    whose Secret holds the basic-auth users and whose auth targets a `$host` auth-url's), and
+    what did not resolve (the auth Service)."""
     ranges = None
     if annotations.allow_ranges or annotations.deny_ranges:
         ranges = SourceRanges(annotations.allow_ranges, annotations.deny_ranges)
-    external, unresolved = _external(annotations.external, resolver)
+    spec = annotations.external
+    external: ExternalAuth | None
+    if spec is not None and spec.self_scheme:
+        external, unresolved = _self_host(spec, owner.auth_targets.get(host), host)
+    else:
+        external, unresolved = _external(spec, resolver)
     affinity = annotations.affinity
     if affinity is not None and not affinity.path:
         affinity = _with_path(affinity, cookie_path)
@@ -145,13 +154,29 @@ def _external(
     problems = []
     if not resolved.backend.resolved:
         problems.append(f"auth-url: {resolved.backend.unresolved_reason}")
-    auth = ExternalAuth(
-        endpoints=resolved.backend.endpoints,
-        host=spec.host,
+    return _auth(spec, resolved.backend.endpoints, spec.host), problems
+
+
+def _self_host(
+    spec: ExternalSpec, target: AuthTarget | None, host: str
+) -> tuple[ExternalAuth, list[str]]:
+    """auth-url of $host: nginx's subrequest to it comes back into nginx, whose rules for the
+    host send it to `target`'s Service with the request's own Host; it goes there directly.
+    No target (the stage that resolves them has not run, `host_auth`): no endpoints."""
+    endpoints = target.backend.endpoints if target is not None else ""
+    problems = []
+    if target is not None and not target.backend.resolved:
+        problems.append(f"auth-url: {target.backend.unresolved_reason}")
+    return _auth(spec, endpoints, spec.host.replace(SELF_HOST, host, 1)), problems
+
+
+def _auth(spec: ExternalSpec, endpoints: str, host: str) -> ExternalAuth:
+    return ExternalAuth(
+        endpoints=endpoints,
+        host=host,
         path=spec.target,
         method=spec.method,
         response_headers=spec.response_headers,
         signin=spec.signin,
         signin_redirect_param=spec.redirect_param,
     )
-    return auth, problems

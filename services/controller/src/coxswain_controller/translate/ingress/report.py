@@ -30,7 +30,12 @@ from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.ingress import lowering, report_policies, report_tls
 from coxswain_controller.translate.ingress.annotations.catalog import PREFIX
 from coxswain_controller.translate.ingress.canaries import main_key
-from coxswain_controller.translate.ingress.ingresses import LEGACY_ANNOTATION, Stages, stages
+from coxswain_controller.translate.ingress.ingresses import (
+    LEGACY_ANNOTATION,
+    Stages,
+    lower_all,
+    stages,
+)
 from coxswain_controller.translate.ingress.plans import IngressPlan, PathPlan
 from coxswain_controller.translate.inputs import Inputs, Obj, Options, meta, name, namespace, spec
 from coxswain_controller.translate.pipeline import translate
@@ -68,6 +73,7 @@ def migration_report(
     result = translate(inputs, options)
     served = _served_ingresses(result.snapshots.get(SHARED_POOL, ()))
     ctx = found.context(BackendResolver(inputs, Grants(inputs)), options)
+    lower_all(found, ctx)  # for the auth targets of an auth-url of $host (`host_auth`)
     entries = []
     for plan in sorted(found.plans, key=lambda p: (p.ref.namespace, p.ref.name)):
         original = _original_class(plan, classes)

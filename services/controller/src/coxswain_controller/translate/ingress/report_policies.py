@@ -11,6 +11,7 @@ and compares the compiled policies. What the CRD cannot say comes back as notes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from coxswain_controller.translate.ingress import policies
@@ -67,7 +68,7 @@ def _spec(plan: IngressPlan) -> tuple[dict[str, Any], list[str]]:
         body["basicAuth"] = {"secretRef": {"name": basic.secret}, "secretType": basic.secret_type,
                              "realm": basic.realm}  # fmt: skip
     if policy.external is not None:
-        external, note = _external(policy.external, plan.ref.namespace)
+        external, note = _external(_named(policy.external, plan), plan.ref.namespace)
         body.update(external)
         notes += note
     if policy.affinity is not None:
@@ -87,7 +88,25 @@ def _rate(limit: Any) -> dict[str, Any]:
     return found
 
 
-def _external(spec: ExternalSpec, namespace: str) -> tuple[dict[str, Any], list[str]]:
+def _named(spec: ExternalSpec, plan: IngressPlan) -> ExternalSpec | str:
+    """auth-url as a Service: a $host one's is the Service its hosts' auth path is served
+    from (`host_auth`), when they all agree; else why no policy carries it."""
+    if not spec.self_scheme:
+        return spec
+    targets = {(t.service, t.namespace, t.port) for t in plan.auth_targets.values()}
+    if len(targets) != 1:
+        return (
+            "auth-url names $host, and the hosts of the Ingress serve its path from different "
+            "Services: one CoxswainPolicy names one; keep this Ingress serving its paths "
+            "meanwhile, or write one policy per HTTPRoute"
+        )
+    [(service, namespace, port)] = targets
+    return replace(spec, service=service, namespace=namespace, port=port)
+
+
+def _external(spec: ExternalSpec | str, namespace: str) -> tuple[dict[str, Any], list[str]]:
+    if isinstance(spec, str):
+        return {}, [spec]
     if spec.namespace and spec.namespace != namespace:
         note = (
             f"auth-url names a Service of namespace {spec.namespace}: a CoxswainPolicy's "
@@ -105,7 +124,14 @@ def _external(spec: ExternalSpec, namespace: str) -> tuple[dict[str, Any], list[
     if spec.signin:
         found["signinURL"] = spec.signin
         found["signinRedirectParam"] = spec.redirect_param
-    return {"externalAuth": found}, []
+    notes = []
+    if spec.self_scheme:
+        notes.append(
+            f"auth-url names $host: its path {spec.target.split('?', 1)[0]} is served from "
+            f"Service {spec.service}:{spec.port}, which the policy's externalAuth names; the auth "
+            "request's Host is then the Service's name rather than the request's host"
+        )
+    return {"externalAuth": found}, notes
 
 
 def _affinity(affinity: SessionAffinity, plan: IngressPlan) -> tuple[dict[str, Any], list[str]]:

@@ -204,7 +204,12 @@ SAME_NAMESPACE = ((".auth.svc", ".shop.svc"), ("namespace: auth", "namespace: sh
 def test_the_reported_policy_gives_the_routes_what_the_annotations_give_the_ingress(
     name: str,
 ) -> None:
-    objects = case(name, *SAME_NAMESPACE)
+    assert _reported_policies_hold(case(name, *SAME_NAMESPACE)), name
+
+
+def _reported_policies_hold(objects: list[dict[str, Any]]) -> int:
+    """How many reported CoxswainPolicies, applied with their routes beside a Gateway, give
+    the routes' rules the policy the Ingress's rules get."""
     report = entries(objects=objects)
     plain = translate(Inputs.from_objects(objects), Options())
     kept = [o for o in objects if o["kind"] in ("Service", "EndpointSlice", "Secret")]
@@ -223,7 +228,45 @@ def test_the_reported_policy_gives_the_routes_what_the_annotations_give_the_ingr
         expected = _policies(plain, "Ingress", {entry["ingress"].split("/")[1]})
         assert _policies(result, "HTTPRoute", routes) == expected, entry["ingress"]
         checked += 1
-    assert checked, name
+    return checked
+
+
+# ingress-nginx's oauth2-proxy example without its certificate (the test's Gateway has an http
+# listener only).
+NO_TLS = (("  tls:\n  - hosts:\n    - dash.example.com\n    secretName: wild\n", ""),)
+
+
+def test_an_auth_url_of_host_is_reported_as_the_service_serving_its_path() -> None:
+    report = entries(objects=case("ingress-nginx-oauth2-self-host", *NO_TLS))
+    dashboard = report["kube-system/dashboard"]
+    [policy] = dashboard["coxswainPolicies"]
+    external = policy["spec"]["externalAuth"]
+    assert external["backendRef"] == {"name": "oauth2-proxy", "port": 4180}
+    assert external["path"] == "/oauth2/auth"
+    assert any("Host is then the Service's name" in n for n in dashboard["notes"])
+    # The Ingress serving /oauth2 is reported as it is, with no policy.
+    assert "coxswainPolicies" not in report["kube-system/oauth2-proxy"]
+    lonely = report["kube-system/lonely"]
+    assert not lonely["served"] and "httpRoutes" not in lonely
+    assert any("https://lonely.example.com/oauth2/auth" in p for p in lonely["problems"])
+    assert _reported_policies_hold(case("ingress-nginx-oauth2-self-host", *NO_TLS)) == 1
+
+
+def test_an_auth_url_of_host_served_by_two_services_gets_no_policy() -> None:
+    objects = case("ingress-nginx-oauth2-self-host", *NO_TLS)
+    [dashboard] = [o for o in objects if o["metadata"]["name"] == "dashboard"]
+    [proxy] = [
+        o for o in objects if o["kind"] == "Ingress" and o["metadata"]["name"] == "oauth2-proxy"
+    ]
+    second = yaml.safe_load(yaml.safe_dump(proxy["spec"]["rules"][0]))
+    second["host"] = "two.example.com"
+    second["http"]["paths"][0]["backend"]["service"]["name"] = "kubernetes-dashboard"
+    second["http"]["paths"][0]["backend"]["service"]["port"]["number"] = 80
+    proxy["spec"]["rules"].append(second)
+    dashboard["spec"]["rules"].append({**dashboard["spec"]["rules"][0], "host": "two.example.com"})
+    entry = entries(objects=objects)["kube-system/dashboard"]
+    assert entry["served"] and "coxswainPolicies" not in entry
+    assert any("different Services" in n for n in entry["notes"])
 
 
 def test_a_reported_policy_whose_auth_service_is_missing_says_so() -> None:

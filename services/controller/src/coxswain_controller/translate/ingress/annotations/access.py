@@ -12,7 +12,7 @@ cannot be honoured refuses its key, and with it the Ingress's paths.
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from coxswain_controller.translate.ingress.annotations import values
 from coxswain_controller.translate.ingress.annotations.model import (
@@ -36,6 +36,14 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _SERVICE_HOST = re.compile(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)"
                            r"\.svc(\.cluster\.local)?")  # fmt: skip
 _VARIABLE = re.compile(r"\$[a-z_]+")
+# auth-url's one nginx variable, as the whole host: ingress-nginx's own oauth2-proxy example
+# (docs/examples/auth/oauth-external-auth) writes "https://$host/oauth2/auth".
+SELF_HOST = "$host"
+SELF_HOST_NOTE = (
+    "$host: on each host of the Ingress, the path is found among the Ingress paths of its class "
+    "as a request to it would be, and the request's head is sent first, straight to that "
+    "path's Service (Host: the request's host); 2xx lets it through, 401 and 403 answer it"
+)
 MAX_RATE = 1_000_000
 
 
@@ -164,7 +172,7 @@ def _external(r: Reader, p: Policy) -> None:
     method = r.parse("auth-method", lambda t: _token(t.strip().upper())) or "GET"
     if spec is None:
         return
-    r.honour("auth-url")
+    r.honour("auth-url", SELF_HOST_NOTE if spec.self_scheme else "")
     from dataclasses import replace
 
     p.external = replace(
@@ -173,11 +181,15 @@ def _external(r: Reader, p: Policy) -> None:
 
 
 def _auth_url(text: str) -> ExternalSpec:
-
     value = text.strip()
-    if "$" in value:
-        raise BadValue("names an nginx variable; auth-url is read as a fixed URL")
     parts = urlsplit(value)
+    if parts.netloc.split(":", 1)[0] == SELF_HOST:
+        return _self_host(value, parts)
+    if "$" in value:
+        raise BadValue(
+            "names an nginx variable; auth-url is read as a fixed URL, or with $host as its "
+            "whole host"
+        )
     if parts.scheme == "https":
         raise BadValue("is https: an auth service spoken to over TLS is not supported yet")
     if parts.scheme != "http" or not parts.hostname:
@@ -188,15 +200,38 @@ def _auth_url(text: str) -> ExternalSpec:
             "does not name a Service (<name>.<namespace>.svc): auth services outside the "
             "cluster are not supported yet"
         )
-    try:
-        port = parts.port or 80
-    except ValueError:
-        raise BadValue("has a port that is not a number from 1 to 65535") from None
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    if wire_values.path_problem(parts.path or "/") is not None:
-        raise BadValue("has a path a request may not carry")
+    port, target = _port(parts), _target(parts)
     host = parts.netloc.rsplit("@", 1)[-1]
     return ExternalSpec(found[1], found[3], port, host, target)
+
+
+def _self_host(value: str, parts: SplitResult) -> ExternalSpec:
+    """`http(s)://$host[:port]/path`: the path as the request's own host serves it, which
+    `host_auth` resolves per host of the Ingress."""
+    if value.count("$") != 1:
+        others = [v for v in _VARIABLE.findall(value) if v != SELF_HOST]
+        named = f"the nginx variable {others[0]}" if others else "a $"
+        raise BadValue(f"names {named} besides its host $host; only $host, as the whole host, "
+                       "is read")  # fmt: skip
+    if parts.scheme not in ("http", "https"):
+        raise BadValue("is not an http or https URL")
+    return ExternalSpec(
+        "", "", _port(parts), parts.netloc, _target(parts), self_scheme=parts.scheme
+    )
+
+
+def _port(parts: SplitResult) -> int:
+    try:
+        return parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise BadValue("has a port that is not a number from 1 to 65535") from None
+
+
+def _target(parts: SplitResult) -> str:
+    """The auth request's target: the URL's path and query."""
+    if wire_values.path_problem(parts.path or "/") is not None:
+        raise BadValue("has a path a request may not carry")
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def _signin(text: str) -> str:

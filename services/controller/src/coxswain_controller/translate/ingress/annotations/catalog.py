@@ -282,8 +282,10 @@ _ENTRIES: dict[str, Entry] = {
     "auth-realm": _h("Authentication", "the realm of WWW-Authenticate"),
     "auth-url": _h(
         "Authentication",
-        "an http URL of a Service (<name>.<namespace>.svc[.cluster.local][:port]/path): the "
-        "request's head is sent there first; 2xx lets it through, 401 and 403 answer it",
+        "an http URL of a Service (<name>.<namespace>.svc[.cluster.local][:port]/path), or "
+        "http(s)://$host[:port]/path (the Service that the request's host serves that path "
+        "from, found per host when translating): the request's head is sent there first; 2xx "
+        "lets it through, 401 and 403 answer it",
     ),
     "auth-signin": _h(
         "Authentication",

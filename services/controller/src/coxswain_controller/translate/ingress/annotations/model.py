@@ -63,7 +63,8 @@ class BasicSpec:
 
 @dataclass(frozen=True, slots=True)
 class ExternalSpec:
-    """auth-url and its companions, as written: the Service is resolved when lowering."""
+    """auth-url and its companions, as written: the Service is resolved when lowering (a
+    `$host` URL's by `host_auth`, per host, before)."""
 
     service: str
     namespace: str  # "" : the Ingress's own
@@ -74,6 +75,10 @@ class ExternalSpec:
     response_headers: tuple[str, ...] = ()
     signin: str = ""
     redirect_param: str = "rd"
+    # "http" or "https" when the URL's host is `$host`: the auth request goes to the Service
+    # that the request's own host serves the URL's path from (`host_auth`), and `service`,
+    # `namespace` and `port` are unused; "": the Service the URL names.
+    self_scheme: str = ""
 
 
 @dataclass(frozen=True, slots=True)

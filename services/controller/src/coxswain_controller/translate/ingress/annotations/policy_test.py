@@ -309,3 +309,44 @@ def test_ssl_passthrough_makes_every_other_key_moot() -> None:
 def test_durations_stay_within_the_gateway_api_digits() -> None:
     assert values.duration(31_536_000) == "8760h"
     assert values.duration(3_725) == "1h2m5s"
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme", "port", "host", "target"),
+    [
+        pytest.param("https://$host/oauth2/auth", "https", 443, "$host", "/oauth2/auth",
+                     id="upstream-example"),
+        pytest.param("http://$host/oauth2/auth", "http", 80, "$host", "/oauth2/auth", id="http"),
+        pytest.param("https://$host:8443/check?a=1", "https", 8443, "$host:8443", "/check?a=1",
+                     id="port-and-query"),
+        pytest.param("http://$host", "http", 80, "$host", "/", id="no-path"),
+    ],
+)  # fmt: skip
+def test_an_auth_url_of_host_is_read_for_the_hosts_own_path(
+    url: str, scheme: str, port: int, host: str, target: str
+) -> None:
+    policy = read(keys(auth_url=url))
+    spec = policy.external
+    assert policy.served and spec is not None and fates(policy)["auth-url"] is Fate.HONOURED
+    assert (spec.self_scheme, spec.port, spec.host, spec.target) == (scheme, port, host, target)
+    assert spec.service == "" and "$host" in policy.verdicts[0].note
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        pytest.param("https://$host/auth?rd=$request_uri", "$request_uri besides", id="query-var"),
+        pytest.param("https://$host/$1", "a $ besides", id="capture"),
+        pytest.param("https://$http_host/auth", "names an nginx variable", id="http-host"),
+        pytest.param("https://auth.$host/x", "names an nginx variable", id="host-part"),
+        pytest.param("https://u@$host/x", "names an nginx variable", id="userinfo"),
+        pytest.param("ftp://$host/x", "not an http or https URL", id="ftp"),
+        pytest.param("https://$host:99999/x", "port that is not", id="bad-port"),
+        pytest.param("https://$host/a b", "path a request may not carry", id="bad-path"),
+    ],
+)
+def test_any_other_variable_in_an_auth_url_is_refused(url: str, said: str) -> None:
+    policy = read(keys(auth_url=url))
+    assert not policy.served and policy.external is None
+    [verdict] = [v for v in policy.verdicts if v.key == PREFIX + "auth-url"]
+    assert verdict.fate is Fate.REFUSED and said in verdict.note, verdict.note
