@@ -1,6 +1,6 @@
 """End to end: a realistic ingress-nginx Ingress set moved to Coxswain as it is, with kubectl.
 
-The set (tests/e2e/ingress_nginx/, thirteen Ingresses shaped like ingress-nginx's own examples) is
+The set (tests/e2e/ingress_nginx/, fifteen Ingresses shaped like ingress-nginx's own examples) is
 applied unedited with kubectl (`coxswain_devkit.layer_tools`' pinned kubectl) into the API
 emulator of a whole stack run from the shipped PEX files: only its IngressClass "nginx" now
 names Coxswain's controller. The echo backs each Service of namespace web (fortune-teller on its
@@ -13,7 +13,10 @@ header, by cookie and by weight (an exact 20 of 100), and the main Ingress's aff
 keeping a client on the canary that took it; allow and deny source ranges told apart by the
 client's own loopback address; limit-rps's 429 with Retry-After; basic auth from an Opaque
 htpasswd Secret (401, then 200); external auth (the sign-in redirect, then the auth server's
-headers on the request sent on); client certificates (auth-tls-*: none sent to the error page,
+headers on the request sent on), by the Service's name and as ingress-nginx's oauth2-proxy
+example writes it, `https://$host/oauth2/auth` beside an Ingress serving /oauth2 (the auth
+request reaching that Ingress's Service with the request's host, its sign-in served without
+auth); client certificates (auth-tls-*: none sent to the error page,
 another CA's refused in the handshake, a partner's admitted with its subject and PEM sent on);
 gRPC through backend-protocol GRPC; a permanent redirect; a refused configuration-snippet (404,
 and an InvalidAnnotation Warning Event); exactly the Events the set's refused and ignored keys
@@ -56,6 +59,7 @@ WEB, AUTH = "web", "auth"
 P = "nginx.ingress.kubernetes.io/"
 ECHOES = [(WEB, name) for name in ("frontend", "api", "stable", "canary", "fortune-teller")]
 SESSION = "_oauth2_proxy"  # oauth2-proxy's cookie
+PROVIDER = "https://provider.example/authorize"  # where oauth2-proxy's /oauth2/start sends
 
 
 def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
@@ -138,7 +142,8 @@ def send_tls(port: int, host: str, path: str, context: ssl.SSLContext) -> Answer
 @dataclass
 class AuthServer:
     """oauth2-proxy's /oauth2/auth as ingress-nginx calls it: 202 with the user's headers for a
-    request whose session cookie it knows, 401 otherwise; it keeps the heads it was asked."""
+    request whose session cookie it knows, 401 otherwise; /oauth2/start sends the browser to
+    the provider; it keeps the heads it was asked."""
 
     sessions: dict[str, tuple[str, str]] = field(default_factory=dict)  # cookie -> user, email
     asked: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, headers)
@@ -156,7 +161,11 @@ class AuthServer:
                     if "=" in part
                 )
                 found = owner.sessions.get(cookies.get(SESSION, ""))
-                self.send_response(202 if found and self.path == "/oauth2/auth" else 401)
+                if self.path.startswith("/oauth2/start"):
+                    self.send_response(302)
+                    self.send_header("Location", PROVIDER)
+                else:
+                    self.send_response(202 if found and self.path == "/oauth2/auth" else 401)
                 if found:
                     self.send_header("X-Auth-Request-User", found[0])
                     self.send_header("X-Auth-Request-Email", found[1])
@@ -293,7 +302,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def test_kubectl_applies_the_set_unedited(cluster: Cluster) -> None:
     documents = [d for f in sorted(DATA.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())]
     ingresses = [d["metadata"]["name"] for d in documents if d["kind"] == "Ingress"]
-    assert len(ingresses) == 13
+    assert len(ingresses) == 15
     for name in ingresses:
         assert f"ingress.networking.k8s.io/{name} created" in cluster.applied
     assert "secret/basic-auth created" in cluster.applied
@@ -426,6 +435,29 @@ def test_external_auth_signs_in_then_passes_the_users_headers(cluster: Cluster) 
     assert seen.body["headers"]["X-Auth-Request-Email"] == ["alice@example.com"]
 
 
+def test_external_auth_of_the_requests_own_host(cluster: Cluster) -> None:
+    host = "reports.example.com"
+    signin = cluster.served(host, "/weekly")
+    assert signin.status == 302
+    assert signin.header("Location") == f"https://{host}/oauth2/start?rd=%2Fweekly"
+    # The auth request went straight to the Service the /oauth2 Ingress names, as nginx's
+    # subrequest to https://$host/oauth2/auth would reach it, with the request's host.
+    path, asked = cluster.auth.asked[-1]
+    assert (path, asked["host"]) == ("/oauth2/auth", host)
+    assert asked["x-original-url"].endswith(f"{host}/weekly")
+
+    cookie = {"Cookie": f"{SESSION}=alice-session"}
+    seen = send(cluster.http, host, "/weekly", headers=cookie)
+    assert (seen.pod, seen.body["path"]) == ("frontend-0", "/weekly")
+    assert seen.body["headers"]["X-Auth-Request-User"] == ["alice"]
+
+    # The sign-in is the /oauth2 Ingress's own path: served from oauth2-proxy, asking no auth.
+    before = len(cluster.auth.asked)
+    start = send(cluster.http, host, "/oauth2/start?rd=%2Fweekly")
+    assert (start.status, start.header("Location")) == (302, PROVIDER)
+    assert [p for p, _ in cluster.auth.asked[before:]] == ["/oauth2/start?rd=%2Fweekly"]
+
+
 def test_client_certificates_of_the_partner_ca_only(cluster: Cluster, tmp_path: Path) -> None:
     host = "portal.example.com"
     bare = eventually(
@@ -493,7 +525,7 @@ def test_the_migration_report_says_what_the_stack_did(cluster: Cluster, tmp_path
     argv = cluster.stack.launcher.argv("controller", "translate", *files, "--migration-report")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
     reports = {d["ingress"]: d for d in yaml.safe_load_all(done.stdout) if d}
-    assert len(reports) == 13
+    assert len(reports) == 15
     refused = {name for name, r in reports.items() if not r["served"]}
     assert refused == {"web/legacy-headers"}
     fates = {(name, a["key"]): a["fate"] for name, r in reports.items() for a in r["annotations"]}
@@ -501,3 +533,8 @@ def test_the_migration_report_says_what_the_stack_did(cluster: Cluster, tmp_path
     assert fates[("web/api", P + "proxy-connect-timeout")] == "ignored"
     assert fates[("web/internal", P + "auth-secret")] == "honoured"
     assert fates[("web/partner-portal", P + "auth-tls-secret")] == "honoured"
+    # auth-url of $host: honoured, resolved to auth/oauth2-proxy (whose namespace no policy of
+    # web reaches, so the report keeps the Ingress and says why).
+    assert fates[("web/reports", P + "auth-url")] == "honoured"
+    assert any("namespace auth" in n for n in reports["web/reports"]["notes"])
+    assert "coxswainPolicies" not in reports["auth/oauth2-proxy"]
