@@ -230,6 +230,11 @@ class HttpConnection(asyncio.Protocol):
 
     def close(self) -> None:
         transport = self.transport
+        if self.lingering and transport is not None:
+            # Closed again while lingering (the data plane's close after its grace): now.
+            self.lingering = 0.0
+            transport.close()
+            return
         if transport is not None and not self.closed:
             self.closed = True
             self.outbox.flush()  # what was sent before goes out before the close
@@ -298,8 +303,9 @@ class HttpConnection(asyncio.Protocol):
             self.close()
 
     def shutdown(self) -> None:
-        """Stop taking requests: close now if idle, else after the response in flight."""
-        if self.current is None and not self.head_started:
+        """Stop taking requests: close now if idle, else after the response in flight (a
+        lingering close goes on: the grace lets the client read its answer)."""
+        if self.current is None and not self.head_started and not self.lingering:
             self.close()
 
     # ------------------------------------------------------------------ parser callbacks

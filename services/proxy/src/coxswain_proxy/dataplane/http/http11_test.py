@@ -19,6 +19,7 @@ import pytest
 
 from coxswain_devkit.echo import EchoServer
 from coxswain_proxy.dataplane import testing as t
+from coxswain_proxy.dataplane.http.http11 import HttpConnection
 from coxswain_proxy.dataplane.runtime import Config
 from coxswain_routing import (
     Backend,
@@ -395,6 +396,30 @@ async def test_an_answer_before_the_body_is_read_reaches_a_client_still_sending_
         answer = await asyncio.to_thread(_post_all_then_read, port, 4 * 1024 * 1024)
     assert answer.startswith(b"HTTP/1.1 404"), answer[:80]
     assert b"connection: close" in answer.lower()
+
+
+async def test_the_data_plane_closing_ends_a_lingering_close() -> None:
+    # A connection lingering (answered, its body still owed) when the data plane closes is
+    # closed with the rest after the grace, not left open with its transport.
+    async with EchoServer() as echo:
+        rule = t.rule("r", t.backend("echo"), path="/only")
+        resources: list[t.Resource] = [
+            t.HTTP_LISTENER,
+            t.endpoints("echo", echo.port),
+            t.routes("example.com", rule),
+        ]
+        async with t.running(resources) as plane, t.client(t.actual(plane)) as c:
+            c.send(b"POST /elsewhere HTTP/1.1\r\nHost: example.com\r\nContent-Length: 9000\r\n\r\n")
+            c.send(b"x" * 1000)
+            head = await c.reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 404")
+            rt = plane.rt
+            assert rt is not None
+            lingering = [c for c in rt.connections if isinstance(c, HttpConnection) and c.lingering]
+            assert lingering, "the 404 came before the body: the connection lingers"
+            await plane.close(grace=0.1)
+            assert not rt.connections
+            assert all(conn.transport is None or conn.transport.is_closing() for conn in lingering)
 
 
 @pytest.mark.parametrize(
