@@ -71,7 +71,7 @@ class RequestCycle:
         "phase", "request_done", "plan", "bplan", "picker", "route", "cors", "head", "chunked",
         "replay", "kept", "mirrors", "origin", "upstream", "attempts", "body", "pending", "held",
         "started_at", "attempt_timer", "request_timer", "out", "status", "rechunk",
-        "until_close", "guard",
+        "until_close", "guard", "last",
     )  # fmt: skip
 
     def __init__(
@@ -107,6 +107,7 @@ class RequestCycle:
         self.head = b""  # the request head to send upstream
         self.chunked = False  # the client sent its body chunked: it goes upstream chunked
         self.replay: list[bytes] | None = None  # the whole body so far, for retries and mirrors
+        self.last = responses.LAST_CHUNK  # a chunked body's last chunk, trailers and all
         self.kept = 0  # its bytes (beyond `Config.replay_limit`, nothing is kept)
         self.mirrors: list[tuple[Origin, bytes]] = []  # (origin, Host) of each copy to send
         self.guard: Guard | None = None  # a policy's watch: a chunked body, the end (`policies`)
@@ -207,7 +208,9 @@ class RequestCycle:
         assert plan is not None and picker is not None and origin is not None
         assert replay is not None
         self._end_attempt()
-        self.body = retries.replayed(replay, chunked=self.chunked, complete=self.request_done)
+        self.body = retries.replayed(
+            replay, chunked=self.chunked, complete=self.request_done, last=self.last
+        )
         self.pending = 0
         following = picker.others(origin)
         if plan.backoff:
@@ -454,6 +457,7 @@ class RequestCycle:
         """The request was read whole; `last`: a chunked body's last chunk, with the client's
         trailer fields in it when it sent some (`trailers.last_chunk`)."""
         self.request_done = True
+        self.last = last  # kept for another attempt: the trailers go with the body again
         if self.chunked:
             if self.upstream is not None:
                 self.upstream.write(last)

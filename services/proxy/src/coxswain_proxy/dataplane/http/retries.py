@@ -52,13 +52,15 @@ def frame(chunk: bytes, chunked: bool) -> bytes:
     return chunk
 
 
-def replayed(replay: list[bytes], *, chunked: bool, complete: bool) -> list[bytes]:
-    """The body of a new attempt: every piece kept so far, framed, and the last chunk when the
-    request was read whole (pieces still to come are sent on as they arrive). An HTTP/2
-    client's request trailers are not kept: a retried request goes without them."""
+def replayed(
+    replay: list[bytes], *, chunked: bool, complete: bool, last: bytes = responses.LAST_CHUNK
+) -> list[bytes]:
+    """The body of a new attempt: every piece kept so far, framed, and, when the request was
+    read whole, its last chunk `last` with the client's trailer fields in it (pieces still to
+    come, and the trailers of a request not yet read whole, are sent on as they arrive)."""
     body = [frame(c, chunked) for c in replay]
     if complete and chunked:
-        body.append(responses.LAST_CHUNK)
+        body.append(last)
     return body
 
 

@@ -10,7 +10,8 @@ up, 503 with no stanza too; `attempts` counts the attempts after the first; an a
 out of `timeouts.backendRequest` is retried and a later one's answer reaches the client, and
 504 when every attempt or `timeouts.request` ran out; a backendRequest timeout bounds the whole
 response; a retried status's response does not leave its attempt's timer behind; only an
-idempotent request whose body was kept whole is repeated, with that body; a response that broke
+idempotent request whose body was kept whole is repeated, with that body and its trailer
+fields; a response that broke
 off is never retried; HTTP/2 clients get the same, and gRPC requests the grpc-status of each
 answer.
 
@@ -112,7 +113,11 @@ async def _read_head(reader: asyncio.StreamReader) -> bytes:
 async def _read_body(reader: asyncio.StreamReader, head: bytes) -> bytes:
     lowered = head.lower()
     if b"transfer-encoding: chunked" in lowered:
-        return await reader.readuntil(b"0\r\n\r\n")  # the chunked body, framing and all
+        # The chunked body, framing and all, up to the last chunk and its trailer section.
+        body = await reader.readuntil(b"0\r\n")
+        while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
+            body += line
+        return body + b"\r\n"
     for line in lowered.split(b"\r\n"):
         if line.startswith(b"content-length:"):
             return await reader.readexactly(int(line.split(b":")[1]))
@@ -172,13 +177,13 @@ async def _dead_port() -> int:
 
 
 async def request(
-    port: int, method: str = "GET", body: bytes = b"", chunked: bool = False
+    port: int, method: str = "GET", body: bytes = b"", chunked: bool = False, trailer: bytes = b""
 ) -> t.Response:
     async with t.client(port) as c:
         if chunked:
             framing = "Transfer-Encoding: chunked\r\n"
             sent = b"".join(b"%x\r\n%b\r\n" % (1, body[i : i + 1]) for i in range(len(body)))
-            sent += b"0\r\n\r\n"
+            sent += b"0\r\n" + trailer + b"\r\n"
         else:
             framing = f"Content-Length: {len(body)}\r\n" if body or method != "GET" else ""
             sent = body
@@ -358,6 +363,18 @@ async def test_a_body_is_sent_again_whole(
         assert response.body == bodies.pop()
 
 
+async def test_request_trailers_are_sent_again_with_the_body() -> None:
+    async with (
+        backend(ScriptedBackend(RESET, OK)) as b,
+        plane(b.port, retry=Retry(attempts=1)) as p,
+    ):
+        sent = b"x-checksum: 5d41402a\r\n"
+        response = await request(p, "PUT", b"payload", chunked=True, trailer=sent)
+    assert response.status == 200 and len(b.requests) == 2
+    for _, body in b.requests:
+        assert body.endswith(b"0\r\nx-checksum: 5d41402a\r\n\r\n")
+
+
 @pytest.mark.parametrize(
     "chunked", [pytest.param(False, id="one-piece"), pytest.param(True, id="byte-by-byte")]
 )
@@ -384,6 +401,21 @@ async def test_http2_streams_are_retried_alike() -> None:
         second = await c.get("/")
     assert (first.status, second.status) == (200, 503)
     assert len(b.requests) == 4
+
+
+async def test_an_http2_requests_trailers_are_sent_again_with_its_body() -> None:
+    async with (
+        backend(ScriptedBackend(RESET, OK)) as b,
+        plane(b.port, retry=Retry(attempts=1)) as p,
+        h2client.connected(p) as c,
+    ):
+        stream = c.request("/", method="PUT", end=False)
+        c.h2.send_data(stream, b"payload")
+        c.send_trailers(stream, [(b"x-checksum", b"5d41402a")])
+        answer = await c.answer(stream)
+    assert answer.status == 200 and len(b.requests) == 2
+    for _, body in b.requests:
+        assert body.endswith(b"0\r\nx-checksum: 5d41402a\r\n\r\n")
 
 
 @pytest.mark.parametrize(
