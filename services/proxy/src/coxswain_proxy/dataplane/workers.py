@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import multiprocessing
@@ -138,6 +139,11 @@ class Workers:
 
     async def start(self, count: int) -> Workers:
         context = multiprocessing.get_context("fork")
+        # Garbage the parent holds is finalized here, not in a worker: a finalizer of a library
+        # with threads of its own (grpc's) waits forever in a child, where those threads are
+        # gone. (`serve` forks before its gRPC client starts; a test process may hold a dead
+        # channel from an earlier test, and a worker collecting it at fork hung the suite.)
+        gc.collect()
         board = balance.Board(count) if self.options.balance else None
         for index in range(count):
             parent_end, child_end = socket.socketpair()
