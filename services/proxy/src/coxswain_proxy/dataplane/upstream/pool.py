@@ -24,7 +24,7 @@ Origin = Hashable
 class Limits:
     max_total: int = 4096  # connections open or opening, every origin together
     max_per_origin: int = 1024
-    max_idle_per_origin: int = 256
+    max_idle_per_origin: int = 1024
     idle_timeout: float = 60.0  # seconds an idle connection is kept
 
 
