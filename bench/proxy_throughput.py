@@ -9,7 +9,9 @@ same backend is driven through (a) nginx configured as a keep-alive reverse prox
 coxswain data plane with a real snapshot (100 routes, metrics on), each with the same number of
 worker processes, by `wrk` with 50 connections. Scenarios: HTTP keep-alive, HTTPS keep-alive,
 a new connection per request (HTTP), each with 1 worker and with N (CPU count) workers. It
-prints req/s, p50 and p99 for both and the ratio coxswain/nginx.
+prints req/s, p50 and p99 for both and the ratio coxswain/nginx. Fixed-rate rows offer both
+the same load, FIXED_RATE requests/s over 50 keep-alive connections (`h2load --h1 --rps`), HTTP
+and HTTPS: their last column is the p99's difference from nginx's in ms, not a ratio.
 
 HTTP/2 rows: `h2load` (50 connections x 10 concurrent streams) against nginx with `http2` on and
 against the proxy, in cleartext h2c (prior knowledge) and h2 over TLS (ALPN), both proxying to
@@ -94,6 +96,7 @@ http {{
 
 BACKEND_PORT = free_port()
 GRPC_BACKEND_PORT = free_port()  # h2c: nginx answering every gRPC call with an empty message
+FIXED_RATE = 5000  # requests/s offered by the fixed-rate rows, below either proxy's capacity
 GRPC_METHOD = "/bench.Bench/Unary"
 
 # The gRPC backend: a unary response is one length-prefixed message (here empty, 5 bytes:
@@ -406,6 +409,18 @@ def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> No
             if base is not None:
                 b = wrk(url.format(btls if is_tls else bport), seconds, new_connections=new)
             _row(f"{name}, {label}", n, c, b, base is not None)
+        # The same offered load through each (issue 20's p99 goal: within 0.5 ms of nginx's):
+        # h2load --h1 with 50 keep-alive connections, each at a fixed request rate.
+        for name, url, is_tls in (
+            ("HTTP keep-alive", "http://127.0.0.1:{}/p50/x", False),
+            ("HTTPS keep-alive", "https://127.0.0.1:{}/p50/x", True),
+        ):
+            n = h2load(url.format(ntls if is_tls else nport), seconds, root, rate=FIXED_RATE)
+            c = h2load(url.format(ctls if is_tls else cport), seconds, root, rate=FIXED_RATE)
+            b = None
+            if base is not None:
+                b = h2load(url.format(btls if is_tls else bport), seconds, root, rate=FIXED_RATE)
+            _row(f"{name} at {FIXED_RATE} req/s, {label}", n, c, b, base is not None, fixed=True)
         h2 = [
             ("HTTP/2 h2c 50x10 streams", "http://127.0.0.1:{}/p50/x", nh2c, cport, bport),
             ("HTTP/2 TLS 50x10 streams", "https://127.0.0.1:{}/p50/x", nh2tls, ctls, btls),
@@ -428,26 +443,36 @@ def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> No
                 p.wait()
 
 
-def _row(label: str, n: Result, c: Result, b: Result | None, has_base: bool) -> None:
+def _row(
+    label: str, n: Result, c: Result, b: Result | None, has_base: bool, fixed: bool = False
+) -> None:
+    """One scenario; `fixed`: the load was offered at a fixed rate, so the last column is the
+    p99's difference from nginx's (ms, `+` when slower), not the req/s ratio."""
+
+    def last(x: Result) -> str:
+        return f"{x.p99_ms - n.p99_ms:+6.2f}" if fixed else f"{x.rps / n.rps:6.2f}"
+
     line = (
         f"{label:42} {n.rps:12.0f} {n.p50_ms:7.2f} {n.p99_ms:7.2f} "
-        f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {c.rps / n.rps:6.2f}"
+        f"{c.rps:10.0f} {c.p50_ms:7.2f} {c.p99_ms:7.2f} {last(c)}"
     )
     if b is not None:
-        line += f" {b.rps:10.0f} {b.p50_ms:7.2f} {b.p99_ms:7.2f} {b.rps / n.rps:6.2f}"
+        line += f" {b.rps:10.0f} {b.p50_ms:7.2f} {b.p99_ms:7.2f} {last(b)}"
     elif has_base:
         line += f" {'n/a':>10} {'':7} {'':7} {'n/a':>6}"
     print(line, flush=True)
 
 
-def h2load(url: str, seconds: int, root: Path) -> Result:
-    """One h2load run, 50 connections x 10 concurrent streams, two threads (as wrk's -t2).
-    h2load prints no percentiles: they come from its per-request log. Exits when any response
-    was not a 2xx (an error page is no benchmark)."""
+def h2load(url: str, seconds: int, root: Path, rate: int = 0) -> Result:
+    """One h2load run, 50 connections x 10 concurrent streams, two threads (as wrk's -t2); with
+    `rate`, HTTP/1.1 keep-alive instead, one request at a time per connection, the 50 together
+    offering `rate` requests per second. h2load prints no percentiles: they come from its
+    per-request log. Exits when any response was not a 2xx (an error page is no benchmark)."""
     log = root / "h2load.log"
+    # Offering only h2: h2load falls back to HTTP/1.1 when a server's ALPN picks it.
+    mode = ["--h1", "-m1", f"--rps={rate / 50:g}"] if rate else ["-m10", "--npn-list=h2"]
     out = subprocess.run(
-        # Offering only h2: h2load falls back to HTTP/1.1 when a server's ALPN picks it.
-        ["h2load", "-t2", "-c50", "-m10", f"-D{seconds}", "--warm-up-time=1", "--npn-list=h2",
+        ["h2load", "-t2", "-c50", *mode, f"-D{seconds}", "--warm-up-time=1",
          "-H", ":authority: bench.example.com", f"--log-file={log}", url],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
