@@ -38,17 +38,31 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import kubernetes
-from convergence import GATEWAY, GATEWAY_CLASS, GROUP, NS, VERSION, settle
+from convergence import GATEWAY_CLASS, GROUP, VERSION, settle
 
 from coxswain_devkit.stack import Launcher, Stack, StackPorts
 
 GOAL = 2048  # bytes per route, in each process
+NS = "memory"
+# The shared proxy's bind port is derived from the Gateway's name: a name of this run's own, so
+# two stacks on one machine (this bench twice, or bench:convergence's "bench/gw") do not both
+# want the same port, where the second proxy cannot bind and the bench would reach the first.
+GATEWAY_NAME = f"gw-{os.getpid()}"
+GATEWAY = {
+    "apiVersion": f"{GROUP}/{VERSION}",
+    "kind": "Gateway",
+    "metadata": {"name": GATEWAY_NAME, "namespace": NS},
+    "spec": {
+        "gatewayClassName": "coxswain",
+        "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+    },
+}
 ROLES = ("controller", "proxy")
 PATH = "/app"
 TRACE_FRAMES = 8
@@ -69,7 +83,8 @@ def answer(conn):
         for line in f:
             command, _, arg = line.strip().partition(" ")
             if command == "gc":
-                f.write(f"{gc.collect()}\n")
+                gc.collect()
+                f.write(f"{sys.getallocatedblocks()}\n")
             elif command == "dump":
                 tracemalloc.take_snapshot().dump(arg)
                 f.write("dumped\n")
@@ -118,10 +133,10 @@ def rss(pid: int) -> int:
 
 def settled_rss(stack: Stack, workdir: Path) -> dict[str, int]:
     """Each process's RSS after a full collection, once two reads 0.5 s apart agree (to 64 KiB:
-    a collection can hand arenas back a moment later), or after 10 s."""
-    for role in ROLES:
-        ask(workdir, role, "gc")
-    result = {}
+    a collection can hand arenas back a moment later), or after 10 s; and under "<role>.blocks"
+    the memory blocks its Python allocator had handed out and not got back just then (objects
+    alive, whatever the allocator's fragmentation does to RSS)."""
+    result = {f"{role}.blocks": int(ask(workdir, role, "gc")) for role in ROLES}
     for role in ROLES:
         pid = stack.processes[role].pid
         last, deadline = rss(pid), time.monotonic() + 10
@@ -141,7 +156,7 @@ def route(i: int, match: dict[str, Any] | None = None) -> dict[str, Any]:
         "kind": "HTTPRoute",
         "metadata": {"name": f"r{i}", "namespace": NS},
         "spec": {
-            "parentRefs": [{"name": "gw"}],
+            "parentRefs": [{"name": GATEWAY_NAME}],
             "hostnames": [host(i)],
             "rules": [_rule(match or {"path": {"type": "PathPrefix", "value": PATH}})],
         },
@@ -221,17 +236,36 @@ class Client:
             self.close()
             return 0
 
-    def wait(self, host: str, path: str, headers: dict[str, str] | None = None) -> None:
+    def wait(
+        self,
+        host: str,
+        path: str,
+        headers: dict[str, str] | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> None:
+        """Until a GET answers 200; `check` is called between tries and may raise."""
         deadline = time.monotonic() + 900
         while self.status(host, path, headers) != 200:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{host}{path} never answered 200")
+            if check is not None:
+                check()
             time.sleep(0.002)
 
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+
+class NotServed(Exception):
+    """The proxy cannot get the routing at all (its discovery stream keeps failing)."""
+
+
+def stream_failing(stack: Stack) -> None:
+    ended = [x for x in stack.processes["proxy"].lines if x.get("msg") == "discovery stream ended"]
+    if len(ended) >= 3 and not applied(stack):
+        raise NotServed(f"{ended[-1].get('code')}: {ended[-1].get('details')}")
 
 
 def applied(stack: Stack) -> list[dict[str, Any]]:
@@ -260,6 +294,7 @@ class Level:
     seconds: float = 0.0  # from the first create (or the restart) to measured
     resources: int = 0  # in the proxy's snapshot
     restarted: bool = False  # measured after the controller and the proxy were restarted
+    phases: dict[str, float] = field(default_factory=dict)  # where `seconds` went
 
     @property
     def label(self) -> str:
@@ -290,7 +325,7 @@ def full_work(stack: Stack) -> tuple[int, int]:
 
 
 def gateway_port(stack: Stack) -> int:
-    port = stack.bind_ports(NS, "gw")["http"]
+    port = stack.bind_ports(NS, GATEWAY_NAME)["http"]
     deadline = time.monotonic() + 300
     while True:
         try:
@@ -308,10 +343,18 @@ def measure_level(stack: Stack, cluster: Cluster, client: Client, routes: int) -
     # One HostRoutes resource per route (each its own hostname): the count the proxy must reach.
     expected = applied(stack)[-1]["resources"] + routes - cluster.routes
     cluster.grow(routes)
+    created = time.perf_counter()
     client.wait(host(routes - 1), PATH)
+    served = time.perf_counter()
     quiesce(stack, expected)
     seconds = time.perf_counter() - started
-    return Level(routes, settled_rss(stack, workdir), seconds, applied(stack)[-1]["resources"])
+    level = Level(routes, settled_rss(stack, workdir), seconds, applied(stack)[-1]["resources"])
+    level.phases = {
+        "create": created - started,
+        "last served": served - created,
+        "statuses settled": seconds - (served - started),
+    }
+    return level
 
 
 def profile_dump(stack: Stack, profile: Path | None, label: str) -> None:
@@ -385,7 +428,10 @@ def run_soak(workdir: Path, args: argparse.Namespace) -> Soak:
 
 
 def _print_sample(sample: Sample, started: float) -> None:
-    figures = "  ".join(f"{role} {_mib(sample.rss[role])}" for role in ROLES)
+    figures = "  ".join(
+        f"{role} {_mib(sample.rss[role])} ({sample.rss[f'{role}.blocks']:>8} blocks)"
+        for role in ROLES
+    )
     print(f"  after {sample.edits:>6} edits ({time.perf_counter() - started:>5.0f} s): {figures}")
 
 
@@ -486,6 +532,11 @@ def report_soak(soak: Soak, total: int) -> None:
             f"  {role:<10} first quarter {_mib(f.first)}, last quarter {_mib(f.last)}: "
             f"{f.percent:+.2f}% ({f.per_edit:+.0f} B per edit) -> {verdict}"
         )
+        b = flat(soak, f"{role}.blocks", total)
+        print(
+            f"  {'':<10} allocated blocks {b.first:.0f} -> {b.last:.0f} ({b.percent:+.2f}%, "
+            f"{b.per_edit:+.2f} per edit)"
+        )
 
 
 def main() -> None:
@@ -576,8 +627,12 @@ def run_sizes(workdir: Path, sizes: list[int], args: argparse.Namespace) -> list
             print(f"{levels[-1].label}: {_levels_line(levels[-1])}", flush=True)
             profile_dump(stack, args.profile, str(size))
         if args.restart and sizes:
-            levels.append(measure_restart(stack, client, sizes[-1]))
-            print(f"{levels[-1].label}: {_levels_line(levels[-1])}", flush=True)
+            try:
+                levels.append(measure_restart(stack, client, sizes[-1]))
+            except NotServed as exc:
+                print(f"{sizes[-1]} routes, restarted: the new proxy is never served: {exc}")
+            else:
+                print(f"{levels[-1].label}: {_levels_line(levels[-1])}", flush=True)
         return levels
 
 
@@ -592,7 +647,7 @@ def measure_restart(stack: Stack, client: Client, routes: int) -> Level:
     stack.start_controller(port=stack.discovery_ports[0])
     stack.start_proxy()
     client.close()
-    client.wait(host(routes - 1), PATH)
+    client.wait(host(routes - 1), PATH, check=lambda: stream_failing(stack))
     quiesce(stack, expected)
     seconds = time.perf_counter() - started
     level = Level(routes, settled_rss(stack, stack.workdir), seconds, expected, restarted=True)
@@ -601,7 +656,8 @@ def measure_restart(stack: Stack, client: Client, routes: int) -> Level:
 
 def _levels_line(level: Level) -> str:
     figures = ", ".join(f"{role} {_mib(level.rss[role]).strip()}" for role in ROLES)
-    return f"{figures} ({level.resources} resources served, {level.seconds:.0f} s)"
+    phases = "".join(f", {name} {seconds:.0f} s" for name, seconds in level.phases.items())
+    return f"{figures} ({level.resources} resources served, {level.seconds:.0f} s{phases})"
 
 
 if __name__ == "__main__":
