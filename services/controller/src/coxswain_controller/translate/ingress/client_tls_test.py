@@ -14,7 +14,13 @@ proxy does with the store and the check is the proxy's own tests'.
 from __future__ import annotations
 
 import base64
+import datetime
 from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from coxswain_controller.translate.ingress.client_tls import HEADERS
 from coxswain_controller.translate.ingress.ingress_nginx_test import (
@@ -28,7 +34,6 @@ from coxswain_controller.translate.ingress.ingress_nginx_test import (
 )
 from coxswain_controller.translate.result import TranslateResult
 from coxswain_controller.translate.scopes import SHARED_POOL
-from coxswain_devkit.pki import CertificateAuthority
 from coxswain_routing import (
     ClientCaStore,
     ClientCertificate,
@@ -38,18 +43,38 @@ from coxswain_routing import (
     Router,
 )
 
-CA = CertificateAuthority.create("client CA")
-OTHER_CA = CertificateAuthority.create("other client CA")
+
+def _ca_pem(name: str) -> bytes:
+    """A self-signed CA certificate (translation's tests may not use the devkit's PKI)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM)
 
 
-def ca_secret(name: str = "ca", authority: CertificateAuthority = CA) -> dict[str, Any]:
+CA = _ca_pem("client CA")
+OTHER_CA = _ca_pem("other client CA")
+
+
+def ca_secret(name: str = "ca", authority: bytes = CA) -> dict[str, Any]:
     """An Opaque Secret holding only ca.crt, as `kubectl create secret generic` makes it."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
         "metadata": {"name": name, "namespace": "shop"},
-        "data": {"ca.crt": base64.b64encode(authority.certificate_pem).decode()},
+        "data": {"ca.crt": base64.b64encode(authority).decode()},
     }
 
 
@@ -86,7 +111,7 @@ def test_a_host_asks_for_certificates_on_https_and_checks_each_request() -> None
     assert stores(result) == {
         "client-ca/443/m.example": ClientCaStore(
             HTTPS,
-            CA.certificate_pem,
+            CA,
             ("Secret shop/ca",),
             ClientValidationMode.ALLOW_VALID_OR_NONE,
             "m.example",
