@@ -31,6 +31,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import http.client
+import json
 import os
 import socket
 import statistics
@@ -38,6 +39,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,11 +72,13 @@ CREATORS = 8  # threads creating routes: the emulator answers several at once
 
 # The launcher of the measured processes: `python -c PROBE <socket> <frames> <module> ARGS...`
 # runs `<module>` as `python -m` would, after starting a thread that answers on a Unix socket:
-# "gc" runs a full collection, "dump PATH" writes a tracemalloc snapshot (with frames > 0,
-# tracing starts before the service imports anything). Stdlib only, so it adds nothing to RSS
+# "gc" runs a full collection and answers the allocator's live blocks, "types" the count of
+# collector-tracked objects by type (not those `gc.freeze` moved out of its sight), "dump PATH"
+# writes a tracemalloc snapshot (with frames > 0, tracing starts before the service imports
+# anything). Stdlib only, so it adds nothing to RSS
 # a plain `python -m` would not have.
 PROBE = r"""
-import gc, runpy, socket, sys, threading, tracemalloc
+import collections, gc, json, runpy, socket, sys, threading, tracemalloc
 path, frames, module, *args = sys.argv[1:]
 if int(frames):
     tracemalloc.start(int(frames))
@@ -88,6 +92,12 @@ def answer(conn):
             elif command == "dump":
                 tracemalloc.take_snapshot().dump(arg)
                 f.write("dumped\n")
+            elif command == "types":
+                gc.collect()
+                counts = collections.Counter(
+                    f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects()
+                )
+                f.write(json.dumps(counts) + "\n")
             f.flush()
 def serve(server):
     while True:
@@ -305,6 +315,24 @@ class Level:
 class Sample:
     edits: int
     rss: dict[str, int]
+    relists: dict[str, int] = field(default_factory=dict)  # the controller's, by kind, so far
+
+
+def relists(stack: Stack) -> dict[str, int]:
+    """Watches the controller restarted with a full list (its watch's resourceVersion had left
+    the API server's window, 410), by kind: each replaces every cached object of the kind."""
+    url = f"http://127.0.0.1:{stack.admin_port('controller')}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    found = {}
+    for line in text.splitlines():
+        if (
+            line.startswith("coxswain_controller_watch_restarts_total{")
+            and 'reason="expired"' in line
+        ):
+            kind = line.split('kind="', 1)[1].split('"', 1)[0]
+            found[kind] = int(float(line.rsplit(" ", 1)[1]))
+    return found
 
 
 @dataclass
@@ -314,6 +342,19 @@ class Soak:
     seconds: float = 0.0
     full_passes: int = 0  # controller passes not patched from the one before
     full_snapshots: int = 0  # applied by the proxy
+    types: dict[str, list[dict[str, int]]] = field(default_factory=dict)  # after warm-up, at end
+
+
+def object_types(workdir: Path, role: str) -> dict[str, int]:
+    counts: dict[str, int] = json.loads(ask(workdir, role, "types"))
+    return counts
+
+
+def grown_types(before: dict[str, int], after: dict[str, int], limit: int = 8) -> str:
+    grown = sorted(((after.get(t, 0) - n, t) for t, n in before.items()), reverse=True)
+    grown += [(n, t) for t, n in after.items() if t not in before]
+    top = sorted((g for g in grown if g[0] > 0), reverse=True)[:limit]
+    return ", ".join(f"{t.removeprefix('builtins.')} {n:+}" for n, t in top) or "none"
 
 
 def full_work(stack: Stack) -> tuple[int, int]:
@@ -417,10 +458,14 @@ def run_soak(workdir: Path, args: argparse.Namespace) -> Soak:
             cluster.edit(i, soak_match(k))
             client.wait(host(i), f"/s{k}", {"x-soak": str(k)})
             if k % every == 0 or k == args.soak:
-                soak.samples.append(Sample(k, settled_rss(stack, workdir)))
+                soak.samples.append(Sample(k, settled_rss(stack, workdir), relists(stack)))
                 _print_sample(soak.samples[-1], started)
+                # Every sample's, so a step can be looked at between the two samples around it.
+                profile_dump(stack, args.profile, f"soak-{k}")
             if k == warmup(args.soak, routes) or k == args.soak:
                 profile_dump(stack, args.profile, "soak-start" if k < args.soak else "soak-end")
+                for role in ROLES:
+                    soak.types.setdefault(role, []).append(object_types(workdir, role))
         soak.seconds = time.perf_counter() - started
         now = full_work(stack)
         soak.full_passes, soak.full_snapshots = now[0] - passes, now[1] - snapshots
@@ -432,7 +477,11 @@ def _print_sample(sample: Sample, started: float) -> None:
         f"{role} {_mib(sample.rss[role])} ({sample.rss[f'{role}.blocks']:>8} blocks)"
         for role in ROLES
     )
-    print(f"  after {sample.edits:>6} edits ({time.perf_counter() - started:>5.0f} s): {figures}")
+    listed = ", ".join(f"{kind} {n}" for kind, n in sorted(sample.relists.items()))
+    print(
+        f"  after {sample.edits:>6} edits ({time.perf_counter() - started:>5.0f} s): {figures}"
+        + (f"  relists so far: {listed}" if listed else "")
+    )
 
 
 # Flat: after the warm-up, the median of the last quarter of the samples is within
@@ -537,6 +586,10 @@ def report_soak(soak: Soak, total: int) -> None:
             f"  {'':<10} allocated blocks {b.first:.0f} -> {b.last:.0f} ({b.percent:+.2f}%, "
             f"{b.per_edit:+.2f} per edit)"
         )
+        types = soak.types.get(role, [])
+        if len(types) == 2:
+            grown = grown_types(types[0], types[1])
+            print(f"  {'':<10} tracked objects grown after the warm-up: {grown}")
 
 
 def main() -> None:
