@@ -21,6 +21,7 @@ import pytest
 
 from coxswain_controller.api.conftest import controller as running_controller
 from coxswain_controller.api.conftest import until
+from coxswain_controller.basic_auth_process_test import _backend, _put, _warnings
 from coxswain_controller.kube import api as kube
 from coxswain_controller.translate.scopes import SHARED_POOL
 from coxswain_devkit import crds
@@ -63,24 +64,6 @@ def _ingress(name: str, annotations: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _backend() -> list[dict[str, Any]]:
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "web", "namespace": "shop"},
-            "spec": {"ports": [{"name": "http", "port": 80}]},
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "IngressClass",
-            "metadata": {"name": "coxswain"},
-            "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
-        },
-    ]
-
-
 @pytest.fixture
 def apiserver() -> Iterator[ThreadedApiServer]:
     with ThreadedApiServer() as server:
@@ -108,11 +91,6 @@ def _backend_cas(rt: Any) -> dict[str, bytes]:
                     tls = backend.tls
                     found[resource.host] = tls.ca_bundle_pem if tls is not None else b""
     return found
-
-
-async def _put(client: Any, secret: dict[str, Any]) -> None:
-    path = f"{SECRETS}/{secret['metadata']['name']}"
-    await asyncio.to_thread(kube.request, client, "PUT", path, body=secret)
 
 
 async def test_an_auth_tls_secret_is_read_its_new_ca_published_and_its_loss_refuses(
@@ -158,17 +136,8 @@ async def test_a_proxy_ssl_secret_is_read_and_its_new_ca_published(
         await until(lambda: _backend_cas(rt) == {"upstream.example.com": second.certificate_pem})
 
 
-async def _warned(client: Any, name: str, message: str) -> bool:
-    listed = await asyncio.to_thread(kube.request, client, "GET", "/api/v1/namespaces/shop/events")
-    return any(
-        message in e.get("message", "")
-        for e in listed.get("items") or ()
-        if e.get("involvedObject", {}).get("name") == name and e.get("type") == "Warning"
-    )
-
-
 async def _until_warned(client: Any, name: str, message: str) -> None:
     """`until` for the API server's Events (bounded the same way)."""
     async with asyncio.timeout(15.0):
-        while not await _warned(client, name, message):  # noqa: ASYNC110 (the API server's)
+        while not any(message in m for m in await _warnings(client, name)):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
