@@ -46,6 +46,7 @@ import kubernetes
 import pytest
 import yaml
 
+from coxswain_devkit import pki
 from coxswain_devkit.apiserver import kubectl_tool
 from coxswain_devkit.echo import grpc_call
 from coxswain_devkit.echo import grpc_messages as pb
@@ -115,17 +116,10 @@ def send(
     return _exchange(conn, method, path, {"Host": host, **(headers or {})}, body)
 
 
-def presenting(
-    trust: CertificateAuthority, client: CertificateAuthority, workdir: Path
-) -> ssl.SSLContext:
+def presenting(trust: CertificateAuthority, client: CertificateAuthority) -> ssl.SSLContext:
     """A client context verifying the proxy under `trust`, presenting a certificate `client`
     issued to CN=partner-1."""
-    context = ssl.create_default_context(cadata=trust.certificate_pem.decode())
-    issued = client.issue(common_name="partner-1")
-    pem = workdir / "partner-1.pem"
-    pem.write_bytes(issued.chain_pem + b"\n" + issued.key_pem)
-    context.load_cert_chain(pem)
-    return context
+    return pki.client_context(trust.certificate_pem, client.issue(common_name="partner-1"))
 
 
 def send_tls(port: int, host: str, path: str, context: ssl.SSLContext) -> Answer:
@@ -458,21 +452,21 @@ def test_external_auth_of_the_requests_own_host(cluster: Cluster) -> None:
     assert [p for p, _ in cluster.auth.asked[before:]] == ["/oauth2/start?rd=%2Fweekly"]
 
 
-def test_client_certificates_of_the_partner_ca_only(cluster: Cluster, tmp_path: Path) -> None:
+def test_client_certificates_of_the_partner_ca_only(cluster: Cluster) -> None:
     host = "portal.example.com"
     bare = eventually(
         lambda: (a := send_tls(cluster.https, host, "/", cluster.tls())).status == 302 and a,
         "the portal's error page for a client without a certificate",
     )
     assert bare.header("Location") == "https://www.example.com/error-cert.html"
-    partner = send_tls(cluster.https, host, "/", presenting(cluster.ca, cluster.partners, tmp_path))
+    partner = send_tls(cluster.https, host, "/", presenting(cluster.ca, cluster.partners))
     assert partner.pod == "frontend-0"
     assert partner.body["headers"]["ssl-client-verify"] == ["SUCCESS"]
     assert partner.body["headers"]["ssl-client-subject-dn"] == ["CN=partner-1"]
     assert partner.body["headers"]["ssl-client-cert"][0].startswith("-----BEGIN%20CERTIFICATE")
     stranger = CertificateAuthority.create("not a partner")
     with pytest.raises((ssl.SSLError, ConnectionError)):
-        send_tls(cluster.https, host, "/", presenting(cluster.ca, stranger, tmp_path))
+        send_tls(cluster.https, host, "/", presenting(cluster.ca, stranger))
 
 
 def test_grpc_through_backend_protocol_grpc(cluster: Cluster) -> None:

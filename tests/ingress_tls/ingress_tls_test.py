@@ -20,13 +20,12 @@ import base64
 import contextlib
 import json
 import ssl
-import tempfile
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from coxswain_controller.translate import Inputs, Options, translate
 from coxswain_controller.translate.scopes import SHARED_POOL
+from coxswain_devkit import pki
 from coxswain_devkit.echo import EchoServer
 from coxswain_devkit.pki import CertificateAuthority, Issued
 from coxswain_proxy.dataplane.core import Dataplane
@@ -134,11 +133,7 @@ def server_context(issued: Issued, clients: CertificateAuthority | None = None) 
     if clients is not None:
         context.verify_mode = ssl.CERT_REQUIRED
         context.load_verify_locations(cadata=clients.certificate_pem.decode())
-    with tempfile.TemporaryDirectory() as tmp:
-        chain, key = Path(tmp, "chain.pem"), Path(tmp, "key.pem")
-        chain.write_bytes(issued.chain_pem)
-        key.write_bytes(issued.key_pem)
-        context.load_cert_chain(chain, key)
+    issued.load_into(context)
     return context
 
 
@@ -214,9 +209,7 @@ async def test_proxy_ssl_never_sends_a_request_to_a_backend_it_cannot_verify() -
 
 
 def client_context(ca: CertificateAuthority) -> ssl.SSLContext:
-    context = ssl.create_default_context(cadata=ca.certificate_pem.decode())
-    context.set_alpn_protocols(["http/1.1"])
-    return context
+    return pki.client_context(ca.certificate_pem)
 
 
 # --------------------------------------------------------------------------- ssl-passthrough
@@ -292,14 +285,7 @@ def _field(body: bytes, name: str) -> list[str]:
 
 def presenting(trust: CertificateAuthority, certificate: Issued | None) -> ssl.SSLContext:
     """A client context verifying the proxy under `trust` and presenting `certificate`."""
-    context = client_context(trust)
-    if certificate is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            chain, key = Path(tmp, "chain.pem"), Path(tmp, "key.pem")
-            chain.write_bytes(certificate.chain_pem)
-            key.write_bytes(certificate.key_pem)
-            context.load_cert_chain(chain, key)
-    return context
+    return pki.client_context(trust.certificate_pem, certificate)
 
 
 async def test_auth_tls_asks_each_host_for_a_certificate_of_its_own_ca() -> None:

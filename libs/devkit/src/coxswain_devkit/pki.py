@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
+import ssl
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CertificateAuthority", "Issued", "spiffe_id", "private_key_pem"]
+__all__ = ["CertificateAuthority", "Issued", "client_context", "spiffe_id", "private_key_pem"]
 
 
 def spiffe_id(trust_domain: str, namespace: str, service_account: str) -> str:
@@ -47,6 +50,29 @@ class Issued:
     key_pem: bytes
     chain_pem: bytes  # the leaf followed by the issuing CA
     certificate: x509.Certificate
+
+    def load_into(self, context: ssl.SSLContext) -> None:
+        """The certificate and its key into `context`: `load_cert_chain` reads only files, so
+        through a private temporary file, removed at once."""
+        fd, path = tempfile.mkstemp(suffix=".pem")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(self.chain_pem + b"\n" + self.key_pem)
+            context.load_cert_chain(path)
+        finally:
+            os.unlink(path)
+
+
+def client_context(
+    trust: bytes, certificate: Issued | None = None, alpn: str = "http/1.1"
+) -> ssl.SSLContext:
+    """A TLS client's context verifying servers under the CA bundle `trust`, offering `alpn`,
+    and presenting `certificate` when one is given."""
+    context = ssl.create_default_context(cadata=trust.decode())
+    context.set_alpn_protocols([alpn])
+    if certificate is not None:
+        certificate.load_into(context)
+    return context
 
 
 @dataclass(frozen=True)

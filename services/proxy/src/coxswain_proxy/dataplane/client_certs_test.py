@@ -11,12 +11,11 @@ Leaves out what the controller sends (the goldens) and HTTP/2 (the same handshak
 
 from __future__ import annotations
 
-import os
 import ssl
-import tempfile
 
 import pytest
 
+from coxswain_devkit import pki
 from coxswain_devkit.echo import EchoServer
 from coxswain_devkit.pki import CertificateAuthority, Issued
 from coxswain_proxy.dataplane import testing as t
@@ -63,17 +62,7 @@ def resources(echo_port: int, *extra: t.Resource) -> list[t.Resource]:
 
 
 def client_context(certificate: Issued | None = None) -> ssl.SSLContext:
-    context = ssl.create_default_context(cadata=SERVER_CA.certificate_pem.decode())
-    context.set_alpn_protocols(["http/1.1"])
-    if certificate is not None:
-        fd, path = tempfile.mkstemp(suffix=".pem")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(certificate.chain_pem + b"\n" + certificate.key_pem)
-            context.load_cert_chain(path)
-        finally:
-            os.unlink(path)
-    return context
+    return pki.client_context(SERVER_CA.certificate_pem, certificate)
 
 
 async def answer(port: int, certificate: Issued | None) -> int | str:

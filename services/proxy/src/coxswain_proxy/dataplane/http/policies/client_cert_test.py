@@ -22,10 +22,8 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-import os
 import socket
 import ssl
-import tempfile
 from dataclasses import replace
 from urllib.parse import quote
 
@@ -36,7 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from coxswain_devkit.echo import EchoServer
-from coxswain_devkit.pki import CertificateAuthority, Issued, private_key_pem
+from coxswain_devkit.pki import CertificateAuthority, Issued, client_context, private_key_pem
 from coxswain_proxy.dataplane import testing as t
 from coxswain_proxy.dataplane.http2 import h2client
 from coxswain_routing import (
@@ -139,17 +137,7 @@ def resources(
 
 
 def context(certificate: Issued | None = None, alpn: str = "http/1.1") -> ssl.SSLContext:
-    made = ssl.create_default_context(cadata=SERVER_CA.certificate_pem.decode())
-    made.set_alpn_protocols([alpn])
-    if certificate is not None:
-        fd, path = tempfile.mkstemp(suffix=".pem")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(certificate.chain_pem + b"\n" + certificate.key_pem)
-            made.load_cert_chain(path)
-        finally:
-            os.unlink(path)
-    return made
+    return client_context(SERVER_CA.certificate_pem, certificate, alpn)
 
 
 async def ask(
