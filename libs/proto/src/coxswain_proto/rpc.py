@@ -50,6 +50,11 @@ log = logging.getLogger(__name__)
 
 WIRE_VERSION = 1
 
+# The largest discovery message either end will handle: a full snapshot, about 200 bytes per
+# simple route. gRPC's default receive limit (4 MiB) would refuse one above about 21k routes, and
+# a proxy that reconnected would then never be served again (RESOURCE_EXHAUSTED on every dial).
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+
 DISCOVERY_SERVICE = "coxswain.discovery.v1.Discovery"
 DISCOVERY_STREAM = f"/{DISCOVERY_SERVICE}/Stream"
 IDENTITY_SERVICE = "coxswain.identity.v1.Identity"

@@ -17,6 +17,7 @@ from coxswain_controller.discovery.registry import SnapshotRegistry
 from coxswain_controller.discovery.server import DiscoveryService
 from coxswain_controller.leader.leadership import Leadership
 from coxswain_controller.translate.scopes import Identity
+from coxswain_proto import rpc
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ _OPTIONS = [
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
-    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", rpc.MAX_SNAPSHOT_BYTES),
     ("grpc.max_receive_message_length", MAX_PROXY_MESSAGE_BYTES),
 ]
 

@@ -104,6 +104,27 @@ async def test_a_delta_reaches_the_version_a_full_snapshot_of_the_same_content_h
     assert not answers(state, "a.example.com")
 
 
+async def test_a_full_snapshot_larger_than_grpcs_default_receive_limit_is_applied(
+    start_controller: StartController, start_proxy: StartProxy
+) -> None:
+    # A proxy that reconnects to a large cluster is sent everything at once; gRPC's default
+    # 4 MiB receive limit would refuse that on every dial.
+    controller = await start_controller()
+    proxy = start_proxy(controller.port)
+    stream = await controller.next_stream()
+    await opened(stream)
+    hosts = [routes(f"h{i}.example.com", f"r{i}") for i in range(30_000)]
+    snapshot = full(hosts, nonce="big")
+    assert len(bytes(pb.ControllerMessage(snapshot=snapshot))) > 4 * 1024 * 1024
+
+    ack = await serve_first(stream, snapshot)
+
+    assert (ack.version, ack.nonce) == (snapshot.version, "big")
+    state = proxy.holder.state
+    assert state is not None
+    assert answers(state, "h29999.example.com")
+
+
 async def test_a_version_mismatch_is_nacked_and_the_last_good_routing_kept(
     start_controller: StartController, start_proxy: StartProxy
 ) -> None:

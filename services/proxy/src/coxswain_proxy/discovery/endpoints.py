@@ -11,6 +11,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from coxswain_proto import rpc
 from coxswain_proxy.discovery import failures
 
 
@@ -69,7 +70,10 @@ class Rotation:
 
 
 def channel_options(server_name: str | None) -> list[tuple[str, Any]]:
-    """Options that make gRPC verify the peer's certificate against `server_name`, if given."""
-    if not server_name:
-        return []
-    return [("grpc.ssl_target_name_override", server_name)]
+    """Options for a channel to the controller or the identity service: a full snapshot may be
+    as large as the controller will send, and the peer's certificate is verified against
+    `server_name`, if given."""
+    options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", rpc.MAX_SNAPSHOT_BYTES)]
+    if server_name:
+        options.append(("grpc.ssl_target_name_override", server_name))
+    return options
