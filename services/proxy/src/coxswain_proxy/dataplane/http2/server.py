@@ -1,4 +1,4 @@
-"""The server side of one HTTP/2 connection: the `h2` state machine, its streams, its bounds.
+"""The server side of one HTTP/2 connection: its streams and its bounds, over `engine`.
 
 Where it sits: `negotiate` hands a client connection here once it speaks HTTP/2. Each request
 stream becomes a `h2stream.H2Stream` and a `h2stream.StreamCycle` started through `http.dispatch`,
@@ -8,62 +8,22 @@ per read (`batching`) or per upstream read (`flush_soon`). To the runtime it is 
 GOAWAY and a drain.
 
 The bounds (`limits`), each quoted where it is enforced: concurrent streams, rapid reset,
-control-frame floods, header list size (the `h2` library's HPACK decoder, and its cap of 64
-CONTINUATION frames per header block), stalled windows.
+control-frame floods, stalled windows; header list size and CONTINUATION floods are bounded
+as the engine decodes (`engine.MAX_CONTINUATIONS`, `compression.Decoder`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-import sys
 from typing import cast
-
-import h2.config
-import h2.connection
-import h2.events
-import h2.exceptions
-import h2.settings
 
 from coxswain_proxy.dataplane import stats
 from coxswain_proxy.dataplane.http import dispatch, flow, heads
 from coxswain_proxy.dataplane.http2 import limits, validate
+from coxswain_proxy.dataplane.http2.engine import ConnectionFailure, Engine, StreamGone
 from coxswain_proxy.dataplane.http2.h2stream import H2Stream, StreamCycle
 from coxswain_proxy.dataplane.peercert import ClientPeer
 from coxswain_proxy.dataplane.runtime import Runtime
-
-_CONFIG = h2.config.H2Configuration(
-    client_side=False,
-    header_encoding=None,
-    # Checked by `validate`, so that a malformed request is one stream's error (RFC 9113 §8.1.1).
-    validate_inbound_headers=False,
-    normalize_inbound_headers=False,
-    validate_outbound_headers=False,
-    normalize_outbound_headers=False,
-)
-
-
-class _QuietLog:
-    """hpack's module logger, as hpack's coder sees it once `quiet_hpack` has run: its `debug`
-    is `"".format`, a C call that takes any arguments and does nothing with them."""
-
-    __slots__ = ()
-    debug = staticmethod("".format)
-
-
-def quiet_hpack() -> None:
-    """hpack calls its logger's `debug` about 25 times per request (each integer and field it
-    codes), a Python call each even with DEBUG off: 5-10 µs of a request's ~200. Unless that
-    logger is enabled for DEBUG now, its calls become no-ops (enabling it later has no effect on
-    hpack's own lines; h2's and the proxy's logs are untouched)."""
-    coder = sys.modules[h2.connection.Encoder.__module__]  # hpack.hpack, as h2 imported it
-    log = getattr(coder, "log", None)
-    if isinstance(log, logging.Logger) and not log.isEnabledFor(logging.DEBUG):
-        setattr(coder, "log", _QuietLog())  # noqa: B010 (a module attribute mypy cannot see)
-
-
-quiet_hpack()
 
 # The connection-level receive window (RFC 9113 §6.9.2: only WINDOW_UPDATE changes it, from
 # 65,535): room for several streams' bodies at once, each bounded by its own window.
@@ -92,7 +52,14 @@ class H2ServerConnection(asyncio.Protocol):
         self.verified = verified  # the store its handshake verified its client under
         self.forwarded = b""
         self.transport: asyncio.Transport | None = None
-        self.h2 = h2.connection.H2Connection(config=_CONFIG)
+        config, bounds = rt.config, rt.config.h2
+        self.h2 = Engine(
+            self,
+            max_concurrent=bounds.max_concurrent_streams,
+            initial_window=bounds.initial_window,
+            # HPACK bombs: the decoded header list is bounded, not only its encoding.
+            max_header_list=config.max_header_bytes,
+        )
         self.streams: dict[int, H2Stream] = {}
         self.closed = False
         self.write_paused = False
@@ -100,7 +67,7 @@ class H2ServerConnection(asyncio.Protocol):
         self.going_away = False  # GOAWAY sent: no new streams, close when the last one ends
         self.drain = False  # its listener was removed (`listeners`)
         self.last_active = rt.loop.time()
-        bounds = self.limits = rt.config.h2
+        self.limits = bounds
         self.resets = limits.Flood(bounds.max_resets, bounds.window_seconds)
         self.control = limits.Flood(bounds.max_control_frames, bounds.window_seconds)
 
@@ -111,21 +78,7 @@ class H2ServerConnection(asyncio.Protocol):
         flow.limit_writes(self.transport)
         peer = transport.get_extra_info("peername")
         self.forwarded = heads.forwarded_tail(peer[0] if peer else "", self.scheme)
-        config, bounds = self.rt.config, self.limits
-        conn = self.h2
-        conn.local_settings = h2.settings.Settings(
-            client=False,
-            initial_values={
-                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: bounds.max_concurrent_streams,
-                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: bounds.initial_window,
-                # HPACK bombs: the decoded header list is bounded, not only its encoding.
-                h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: config.max_header_bytes,
-                h2.settings.SettingCodes.ENABLE_PUSH: 0,
-            },
-        )
-        conn.decoder.max_header_list_size = config.max_header_bytes
-        conn.initiate_connection()
-        conn.increment_flow_control_window(CONNECTION_WINDOW - 65535)
+        self.h2.open_connection_window(CONNECTION_WINDOW - 65535)
         self.rt.connections.add(self)
         self.rt.stats.connections += 1
         self.flush()
@@ -160,67 +113,51 @@ class H2ServerConnection(asyncio.Protocol):
         if self.closed:
             return
         self.last_active = self.rt.loop.time()
-        try:
-            events = self.h2.receive_data(data)
-        except h2.exceptions.DenialOfServiceError:
-            # The header list decoded past SETTINGS_MAX_HEADER_LIST_SIZE (an HPACK bomb).
-            self.abort(limits.ENHANCE_YOUR_CALM)
-            return
-        except h2.exceptions.ProtocolError as exc:
-            self.abort(int(getattr(exc, "error_code", limits.PROTOCOL_ERROR)))
-            return
         self.batching = True
         try:
-            for event in events:
-                self._event(event)
-                if self.closed:
-                    return
+            self.h2.receive(data)
+        except ConnectionFailure as exc:
+            # Among them an HPACK bomb (ENHANCE_YOUR_CALM: the header list decoded past
+            # SETTINGS_MAX_HEADER_LIST_SIZE) and a CONTINUATION flood.
+            self.batching = False
+            self.abort(exc.code)
+            return
         finally:
             self.batching = False
         self.flush()
 
-    # ------------------------------------------------------------------ events
+    # ------------------------------------------------------------------ what the engine tells
 
-    def _event(self, event: h2.events.Event) -> None:
-        if isinstance(event, h2.events.RequestReceived):
-            self._request(event.stream_id, event.headers or [], event.stream_ended is not None)
-        elif isinstance(event, h2.events.DataReceived):
-            self._data(event)
-        elif isinstance(event, h2.events.StreamEnded):
-            self._ended(event.stream_id)
-        elif isinstance(event, h2.events.TrailersReceived):
-            self._trailers(event.stream_id, event.headers or [])
-        elif isinstance(event, h2.events.WindowUpdated):
-            if event.stream_id:
-                stream = self.streams.get(event.stream_id)
-                if stream is not None:
-                    stream.send()
-            else:
-                self._send_all()
-        elif isinstance(event, h2.events.StreamReset):
-            self._client_reset(event.stream_id)
-        elif isinstance(
-            event,
-            (h2.events.RemoteSettingsChanged, h2.events.PingReceived, h2.events.PriorityUpdated),
-        ):
-            # CVE-2019-9512 (ping flood), -9515 (settings flood), -9516 (priority): each frame is
-            # free to send and costs an answer or work; past the bound the client is cut off.
-            if self.control.hit(self.last_active):
-                self.abort(limits.ENHANCE_YOUR_CALM)
-            elif isinstance(event, h2.events.RemoteSettingsChanged):
-                self._send_all()
-        elif isinstance(event, h2.events.ConnectionTerminated):
-            self.going_away = True
-            if not self.streams:
-                self.close()
+    def on_window(self, stream_id: int) -> None:
+        if stream_id:
+            stream = self.streams.get(stream_id)
+            if stream is not None:
+                stream.send()
+        else:
+            self._send_all()
 
-    def _request(self, stream_id: int, block: list[tuple[bytes, bytes]], ended: bool) -> None:
+    def on_control(self, kind: int) -> None:
+        # CVE-2019-9512 (ping flood), -9515 (settings flood), -9516 (priority): each frame is
+        # free to send and costs an answer or work; past the bound the client is cut off.
+        del kind
+        if self.control.hit(self.last_active):
+            self.abort(limits.ENHANCE_YOUR_CALM)
+
+    def on_goaway(self) -> None:
+        self.going_away = True
+        if not self.streams:
+            self.close()
+
+    def on_request(self, stream_id: int, block: list[tuple[bytes, bytes]], ended: bool) -> None:
         if self.going_away or len(self.streams) >= self.limits.max_concurrent_streams:
             # RFC 9113 §5.1.2: "An endpoint that receives a HEADERS frame that causes its
             # advertised concurrent stream limit to be exceeded MUST treat this as a stream
             # error ... of type PROTOCOL_ERROR or REFUSED_STREAM"; §6.8: after GOAWAY, streams
-            # above its last id are not processed (REFUSED_STREAM says: safe to retry).
+            # above its last id are not processed (REFUSED_STREAM says: safe to retry). Each
+            # costs a header block's decoding, so refusals count as resets do (rapid reset).
             self._reset_id(stream_id, limits.REFUSED_STREAM)
+            if self.resets.hit(self.last_active):
+                self.abort(limits.ENHANCE_YOUR_CALM)
             return
         try:
             request = validate.request(block)
@@ -243,15 +180,13 @@ class H2ServerConnection(asyncio.Protocol):
         self.streams[stream_id] = stream
         dispatch.start(cycle)
         if ended:
-            self._ended(stream_id)
+            self.on_end(stream_id)
 
-    def _data(self, event: h2.events.DataReceived) -> None:
-        stream = self.streams.get(event.stream_id)
-        size = event.flow_controlled_length or 0
+    def on_data(self, stream_id: int, data: bytes, size: int) -> None:
+        stream = self.streams.get(stream_id)
         if stream is None or stream.request_done:
-            self.acknowledge(event.stream_id, size)  # nobody wants it: the window reopens
+            self.acknowledge(stream_id, size)  # nobody wants it: the window reopens
             return
-        data = event.data or b""
         stream.received += len(data)
         stream.read_at = self.last_active
         if 0 <= stream.length < stream.received:
@@ -262,7 +197,7 @@ class H2ServerConnection(asyncio.Protocol):
             cycle.request_body(data)
         stream.taken(size)
 
-    def _trailers(self, stream_id: int, block: list[tuple[bytes, bytes]]) -> None:
+    def on_trailers(self, stream_id: int, block: list[tuple[bytes, bytes]]) -> None:
         stream = self.streams.get(stream_id)
         if stream is None or stream.request_done or stream.cycle is None:
             return
@@ -274,7 +209,7 @@ class H2ServerConnection(asyncio.Protocol):
         if fields:
             stream.cycle.request_trailers(fields)
 
-    def _ended(self, stream_id: int) -> None:
+    def on_end(self, stream_id: int) -> None:
         stream = self.streams.get(stream_id)
         if stream is None or stream.request_done:
             return
@@ -290,7 +225,7 @@ class H2ServerConnection(asyncio.Protocol):
         # content-length header field does not equal the sum of the DATA frame payload lengths".
         stream.reset(limits.PROTOCOL_ERROR)
 
-    def _client_reset(self, stream_id: int) -> None:
+    def on_reset(self, stream_id: int) -> None:
         stream = self.streams.pop(stream_id, None)
         if stream is not None:
             stream.ended = True
@@ -312,18 +247,18 @@ class H2ServerConnection(asyncio.Protocol):
 
     def send_headers(self, stream_id: int, block: list[tuple[bytes, bytes]], end: bool) -> None:
         try:
-            self.h2.send_headers(stream_id, block, end_stream=end)
-        except h2.exceptions.H2Error:
+            self.h2.send_headers(stream_id, block, end)
+        except StreamGone:
             return  # the client reset the stream meanwhile
 
     def send_data(self, stream_id: int, data: bytearray) -> int:
         """Send what the windows allow of `data`: how much."""
         conn = self.h2
         try:
-            window = min(len(data), conn.local_flow_control_window(stream_id))
-        except h2.exceptions.H2Error:
+            window = min(len(data), conn.window(stream_id))
+        except StreamGone:
             return 0
-        frame, sent = conn.max_outbound_frame_size, 0
+        frame, sent = conn.max_frame_size, 0
         while sent < window:
             size = min(frame, window - sent)
             conn.send_data(stream_id, bytes(data[sent : sent + size]))
@@ -333,7 +268,7 @@ class H2ServerConnection(asyncio.Protocol):
     def end_stream(self, stream_id: int) -> None:
         try:
             self.h2.end_stream(stream_id)
-        except h2.exceptions.H2Error:
+        except StreamGone:
             return
 
     def reset(self, stream: H2Stream, code: int) -> None:
@@ -348,16 +283,13 @@ class H2ServerConnection(asyncio.Protocol):
     def _reset_id(self, stream_id: int, code: int) -> None:
         try:
             self.h2.reset_stream(stream_id, code)
-        except h2.exceptions.H2Error:
+        except StreamGone:
             return
         self.flush_soon()
 
     def acknowledge(self, stream_id: int, size: int) -> None:
         if size:
-            try:
-                self.h2.acknowledge_received_data(size, stream_id)
-            except h2.exceptions.H2Error:
-                return
+            self.h2.acknowledge(stream_id, size)
             self.flush_soon()
 
     def stream_done(self, stream: H2Stream) -> None:
@@ -390,8 +322,7 @@ class H2ServerConnection(asyncio.Protocol):
         """A connection error (RFC 9113 §5.4.1): GOAWAY with `code`, then close."""
         if self.closed:
             return
-        with contextlib.suppress(h2.exceptions.H2Error):
-            self.h2.close_connection(code, last_stream_id=self.h2.highest_inbound_stream_id)
+        self.h2.goaway(code)
         self.flush()
         self.close()
 
@@ -401,8 +332,7 @@ class H2ServerConnection(asyncio.Protocol):
             return
         if not self.going_away:
             self.going_away = True
-            with contextlib.suppress(h2.exceptions.H2Error):
-                self.h2.close_connection(last_stream_id=self.h2.highest_inbound_stream_id)
+            self.h2.goaway(limits.NO_ERROR)
             self.flush()
         if not self.streams:
             self.close()
