@@ -3,6 +3,7 @@
     apt-get install -y nginx wrk nghttp2-client   (Debian packages; not installed by default)
     ./pants run bench:proxy_throughput    (add `-- --quick` for a smoke run)
     ./pants run bench:proxy_throughput -- --baseline REV   (also the proxy as of git REV)
+    ./pants run bench:proxy_throughput -- --only HTTP/2   (only the scenarios so named)
 
 The backend is nginx serving a small static body (fast enough never to be the bottleneck). The
 same backend is driven through (a) nginx configured as a keep-alive reverse proxy and (b) the
@@ -301,6 +302,9 @@ def main() -> None:
     parser.add_argument("--serve", nargs=6)
     parser.add_argument("--grpc-client", nargs=2, metavar=("PORT", "SECONDS"))
     parser.add_argument("--baseline", metavar="REV", help="also run the proxy as of git REV")
+    parser.add_argument(
+        "--only", metavar="PREFIX", default="", help="only the scenarios named PREFIX..."
+    )
     args = parser.parse_args()
     if args.serve:
         w, p, tp, d, bp, gp = args.serve
@@ -345,14 +349,14 @@ def main() -> None:
             header += f" {args.baseline[:10]:>10} {'p50':>7} {'p99':>7} {'ratio':>6}"
         print(header)
         for workers in (1, ncpu) if ncpu > 1 else (1,):
-            compare(root, workers, seconds, baseline)
+            compare(root, workers, seconds, baseline, args.only)
     finally:
         for p in procs:
             p.terminate()
             p.wait()
 
 
-def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> None:
+def compare(root: Path, workers: int, seconds: int, baseline: Path | None, only: str) -> None:
     nport, ntls, cport, ctls = free_port(), free_port(), free_port(), free_port()
     nh2c, nh2tls = free_port(), free_port()
     proxy_body = (
@@ -403,6 +407,8 @@ def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> No
             ("HTTP new connection per request", "http://127.0.0.1:{}/p50/x", False, True),
         ]
         for name, url, is_tls, new in scenarios:
+            if not name.startswith(only):
+                continue
             n = wrk(url.format(ntls if is_tls else nport), seconds, new_connections=new)
             c = wrk(url.format(ctls if is_tls else cport), seconds, new_connections=new)
             b = None
@@ -415,6 +421,8 @@ def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> No
             ("HTTP keep-alive", "http://127.0.0.1:{}/p50/x", False),
             ("HTTPS keep-alive", "https://127.0.0.1:{}/p50/x", True),
         ):
+            if not name.startswith(only):
+                continue
             n = h2load(url.format(ntls if is_tls else nport), seconds, root, rate=FIXED_RATE)
             c = h2load(url.format(ctls if is_tls else cport), seconds, root, rate=FIXED_RATE)
             b = None
@@ -426,16 +434,19 @@ def compare(root: Path, workers: int, seconds: int, baseline: Path | None) -> No
             ("HTTP/2 TLS 50x10 streams", "https://127.0.0.1:{}/p50/x", nh2tls, ctls, btls),
         ]
         for name, url, nginx_port, cox_port, base_port in h2:
+            if not name.startswith(only):
+                continue
             n = h2load(url.format(nginx_port), seconds, root)
             c = h2load(url.format(cox_port), seconds, root)
             b = None
             if base is not None and _speaks_h2(url.format(base_port)):
                 b = h2load(url.format(base_port), seconds, root)
             _row(f"{name}, {label}", n, c, b, base is not None)
-        n = grpc_load(nh2c, seconds)
-        c = grpc_load(cport, seconds)
-        b = grpc_load(bport, seconds) if base is not None and _speaks_grpc(bport) else None
-        _row(f"gRPC unary (grpcio client), {label}", n, c, b, base is not None)
+        if "gRPC unary".startswith(only):
+            n = grpc_load(nh2c, seconds)
+            c = grpc_load(cport, seconds)
+            b = grpc_load(bport, seconds) if base is not None and _speaks_grpc(bport) else None
+            _row(f"gRPC unary (grpcio client), {label}", n, c, b, base is not None)
     finally:
         for p in (nginx, cox, base):
             if p is not None:

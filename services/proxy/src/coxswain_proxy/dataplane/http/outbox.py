@@ -4,7 +4,8 @@ Where it sits: one `Outbox` per worker (`Runtime.outbox`). `http11` sends what g
 through it (its request cycles write through the connection), `upstream.connection` what goes
 to a backend;
 `flush` runs once per loop iteration that queued something (`call_soon`), or at once when a
-transport is about to close or become a tunnel.
+transport is about to close or become a tunnel. An HTTP/2 connection (`Deferred`) is not handed
+bytes but asks to be flushed (`later`): what all its streams sent in the batch goes in one write.
 
 Why: on loopback a write runs the receiver's TCP path and wakes the receiver when it sleeps.
 Spread across a batch's Python work, most writes found their receiver (wrk, the backend)
@@ -31,20 +32,43 @@ class Sink(Protocol):
     def is_closing(self) -> bool: ...
 
 
+class Deferred(Protocol):
+    """A connection that gathers its own bytes (HTTP/2 frames) and writes them in `flush`."""
+
+    def flush(self) -> None: ...
+
+
 class Outbox:
-    __slots__ = ("loop", "held")
+    __slots__ = ("loop", "held", "due", "scheduled")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.held: list[tuple[Sink, bytes]] = []
+        self.due: list[Deferred] = []
+        self.scheduled = False
 
     def write(self, transport: Sink, data: bytes) -> None:
-        held = self.held
-        if not held:
+        if not self.scheduled:
+            self.scheduled = True
             self.loop.call_soon(self.flush)
-        held.append((transport, data))
+        self.held.append((transport, data))
+
+    def later(self, conn: Deferred) -> None:
+        """`conn.flush()` at the batch's end: an HTTP/2 connection whose streams all answered in
+        this batch writes their frames in one write, not one per stream. The caller asks once
+        per batch (it keeps its own flag)."""
+        if not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self.flush)
+        self.due.append(conn)
 
     def flush(self) -> None:
+        self.scheduled = False
+        due = self.due
+        if due:
+            self.due = []
+            for conn in due:
+                conn.flush()
         held = self.held
         if held:
             self.held = []

@@ -29,6 +29,14 @@ _ENTRY_OVERHEAD = 32  # RFC 7541 §4.1: an entry's size is its name, its value a
 DEFAULT_TABLE_SIZE = 4096  # SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2)
 _MAX_INTEGER = 1 << 28  # no field, length or index this side accepts comes near it
 
+# Huffman strings decoded before, by their coded bytes. Decoding is Python per nibble (the
+# `hpack` library's table walk), and clients send some values coded anew in every request:
+# nghttp2 (curl, h2load) never indexes `:path`, so each request's path is a Huffman literal.
+# Bounded, and emptied when full: a miss costs one lookup.
+_huffman_seen: dict[bytes, bytes] = {}
+_HUFFMAN_MEMO_SIZE = 4096
+_HUFFMAN_MEMO_LENGTH = 256
+
 
 class CompressionError(Exception):
     """The block cannot be decoded: a connection error COMPRESSION_ERROR (RFC 9113 §4.3)."""
@@ -73,10 +81,17 @@ def _string(data: bytes, pos: int) -> tuple[bytes, int]:
         raise CompressionError("string runs past the block")
     raw = data[pos:end]
     if huffman:
-        try:
-            raw = decode_huffman(raw)
-        except Exception as exc:  # hpack's HPACKDecodingError: an invalid code or padding
-            raise CompressionError(str(exc)) from exc
+        decoded = _huffman_seen.get(raw)
+        if decoded is None:
+            try:
+                decoded = decode_huffman(raw)
+            except Exception as exc:  # hpack's HPACKDecodingError: an invalid code or padding
+                raise CompressionError(str(exc)) from exc
+            if length <= _HUFFMAN_MEMO_LENGTH:
+                if len(_huffman_seen) >= _HUFFMAN_MEMO_SIZE:
+                    _huffman_seen.clear()
+                _huffman_seen[raw] = decoded
+        raw = decoded
     return raw, end
 
 
@@ -200,23 +215,42 @@ class Encoder:
         if self.owed is not None:
             _put_integer(out, 0x20, 5, self.owed)
             self.owed = None
-        pairs, names = _STATIC_PAIRS, _STATIC_NAMES
+        seen = _fields_seen
         for field in fields:
-            index = pairs.get(field)
-            if index is not None:
-                out.append(0x80 | index)  # every static index is below 127: one byte
-                continue
-            name, value = field
-            index = names.get(name)
-            if index is None:
-                out.append(0)
-                _put_integer(out, 0, 7, len(name))
-                out += name
-            elif index < 15:
-                out.append(index)
-            else:
-                out.append(0x0F)
-                out.append(index - 15)
-            _put_integer(out, 0, 7, len(value))
-            out += value
+            piece = seen.get(field)
+            if piece is None:
+                piece = _field(field)
+                if len(field[1]) <= _FIELD_MEMO_LENGTH:
+                    if len(seen) >= _FIELD_MEMO_SIZE:
+                        seen.clear()
+                    seen[field] = piece
+            out += piece
         return bytes(out)
+
+
+# Fields encoded before. Every block is stateless (nothing indexed), so a field's encoding is
+# the same in every block of every connection: most of a response head (its status, Server,
+# Content-Type, Via, Date for a second) is one lookup. Bounded, and emptied when full.
+_fields_seen: dict[tuple[bytes, bytes], bytes] = {}
+_FIELD_MEMO_SIZE = 4096
+_FIELD_MEMO_LENGTH = 256
+
+
+def _field(field: tuple[bytes, bytes]) -> bytes:
+    """One field: a static pair as its index (§6.1), else a literal without indexing (§6.2.2),
+    its name as a static index when there is one."""
+    index = _STATIC_PAIRS.get(field)
+    if index is not None:
+        return bytes((0x80 | index,))  # every static index is below 127: one byte
+    name, value = field
+    out = bytearray()
+    index = _STATIC_NAMES.get(name)
+    if index is None:
+        out.append(0)
+        _put_integer(out, 0, 7, len(name))
+        out += name
+    else:
+        _put_integer(out, 0, 4, index)
+    _put_integer(out, 0, 7, len(value))
+    out += value
+    return bytes(out)

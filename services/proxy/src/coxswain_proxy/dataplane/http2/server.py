@@ -1,11 +1,12 @@
 """The server side of one HTTP/2 connection: its streams and its bounds, over `engine`.
 
 Where it sits: `negotiate` hands a client connection here once it speaks HTTP/2. Each request
-stream becomes a `h2stream.H2Stream` and a `h2stream.StreamCycle` started through `http.dispatch`,
-exactly as `http.http11` starts its cycles; the frames the streams produce go out in one write
-per read (`batching`) or per upstream read (`flush_soon`). To the runtime it is a
-`runtime.Sweepable`: swept every second (stalled windows, slow bodies, idle), shut down with
-GOAWAY and a drain.
+stream becomes a `h2stream.H2Stream` and a `h2stream.StreamCycle` started through
+`http.dispatch`, exactly as `http.http11` starts its cycles; the frames the streams produce
+gather in the engine and go out in one write per event-loop batch (`flush_soon`, through the
+worker's `Outbox`): a client read, and every upstream response that reached the connection's
+streams in the batch. To the runtime it is a `runtime.Sweepable`: swept every second (stalled
+windows, slow bodies, idle), shut down with GOAWAY and a drain.
 
 The bounds (`limits`), each quoted where it is enforced: concurrent streams, rapid reset,
 control-frame floods, stalled windows; header list size and CONTINUATION floods are bounded
@@ -33,7 +34,7 @@ CONNECTION_WINDOW = 4 * 1024 * 1024
 class H2ServerConnection(asyncio.Protocol):
     __slots__ = (
         "rt", "port", "scheme", "sni", "verified", "forwarded", "transport", "h2", "streams",
-        "closed", "write_paused", "batching", "going_away", "drain", "last_active", "resets",
+        "closed", "write_paused", "flush_due", "going_away", "drain", "last_active", "resets",
         "control", "limits",
     )  # fmt: skip
 
@@ -63,7 +64,7 @@ class H2ServerConnection(asyncio.Protocol):
         self.streams: dict[int, H2Stream] = {}
         self.closed = False
         self.write_paused = False
-        self.batching = False  # inside data_received: frames go out in one write at its end
+        self.flush_due = False  # the outbox will call `flush` at the batch's end
         self.going_away = False  # GOAWAY sent: no new streams, close when the last one ends
         self.drain = False  # its listener was removed (`listeners`)
         self.last_active = rt.loop.time()
@@ -109,22 +110,31 @@ class H2ServerConnection(asyncio.Protocol):
             if stream.cycle is not None and not stream.paused_upstream:
                 stream.cycle.resume_upstream()
 
+    def eof_received(self) -> bool:
+        """The client sends nothing more. Over cleartext the streams it opened finish (their
+        answers still go out), then the connection closes. A TLS transport closes at once
+        whatever this answers, so nothing more is written to it: the streams are abandoned."""
+        transport = self.transport
+        if transport is None or not transport.can_write_eof():
+            self.closed = True  # `connection_lost` follows and abandons the streams
+            return False
+        self.going_away = True
+        if not self.streams:
+            self.close()
+        return True
+
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
         self.last_active = self.rt.loop.time()
-        self.batching = True
         try:
             self.h2.receive(data)
         except ConnectionFailure as exc:
             # Among them an HPACK bomb (ENHANCE_YOUR_CALM: the header list decoded past
             # SETTINGS_MAX_HEADER_LIST_SIZE) and a CONTINUATION flood.
-            self.batching = False
             self.abort(exc.code)
             return
-        finally:
-            self.batching = False
-        self.flush()
+        self.flush_soon()
 
     # ------------------------------------------------------------------ what the engine tells
 
@@ -308,10 +318,12 @@ class H2ServerConnection(asyncio.Protocol):
                 stream.send()
 
     def flush_soon(self) -> None:
-        if not self.batching:
-            self.flush()
+        if not self.flush_due:
+            self.flush_due = True
+            self.rt.outbox.later(self)
 
     def flush(self) -> None:
+        self.flush_due = False
         data = self.h2.data_to_send()
         if data and self.transport is not None and not self.closed:
             self.transport.write(data)

@@ -60,6 +60,31 @@ def _check_value(value: bytes) -> None:
 
 def request(block: list[tuple[bytes, bytes]]) -> Request:
     """The request a header block says, or `Malformed`."""
+    key = tuple(block)
+    known = _requests_seen.get(key)
+    if known is not None:
+        return Request(known.method, known.target, known.authority, known.fields.copy(),
+                       known.length, known.grpc, known.deadline)  # fmt: skip
+    checked = _request(block)
+    if len(block) <= _REQUEST_MEMO_FIELDS and sum(len(n) + len(v) for n, v in block) <= 2048:
+        if len(_requests_seen) >= _REQUEST_MEMO_SIZE:
+            _requests_seen.clear()
+        _requests_seen[key] = checked
+        return Request(checked.method, checked.target, checked.authority, checked.fields.copy(),
+                       checked.length, checked.grpc, checked.deadline)  # fmt: skip
+    return checked
+
+
+# Header blocks checked before, with what they said. HPACK makes a client's repeated request
+# the same field objects (its table's entries), so the key hashes and compares fast, and a
+# repeated block (a poll, an asset, a load test) skips every check below. Only small blocks are
+# kept, the memo is bounded and emptied when full; a miss costs the key and one lookup.
+_requests_seen: dict[tuple[tuple[bytes, bytes], ...], Request] = {}
+_REQUEST_MEMO_SIZE = 1024
+_REQUEST_MEMO_FIELDS = 16  # and 2 KiB
+
+
+def _request(block: list[tuple[bytes, bytes]]) -> Request:
     pseudo: dict[bytes, bytes] = {}
     fields: list[tuple[bytes, bytes]] = []
     cookies: list[bytes] = []
