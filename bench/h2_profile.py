@@ -7,7 +7,7 @@
 parsing is not in it). `--plain RUNS` runs without the profiler, RUNS times, and prints
 h2load's figures and the data plane's CPU time per request (this process's; h2load and nginx
 run apart): the real cost, less swayed than req/s by other work on a shared machine.
-`--close` makes the clients HTTP/1.1 with a new connection per request (ApacheBench, from
+`--tls` runs h2 over TLS (ALPN) instead of h2c. `--close` makes the clients HTTP/1.1 with a new connection per request (ApacheBench, from
 apache2-utils); `H2PROF_DUMP=<file>` keeps the profile for pstats.
 
 One data plane (the bench snapshot of `proxy_throughput`: 100 routes, metrics on) runs in this
@@ -63,14 +63,20 @@ PIECES = (
 
 
 async def run(
-    requests: int, port: int, cert: TlsCertificate, h1: bool = False, close: bool = False
+    requests: int,
+    port: int,
+    cert: TlsCertificate,
+    h1: bool = False,
+    close: bool = False,
+    tls: bool = False,
 ) -> None:
     from coxswain_proxy.dataplane.core import Dataplane, Options
 
     plane = await Dataplane(Options(shared=False, address="127.0.0.1")).start()
-    resources = bench.snapshot(port, bench.free_port(), cert, bench.BACKEND_PORT, 1)
+    tls_port = bench.free_port()
+    resources = bench.snapshot(port, tls_port, cert, bench.BACKEND_PORT, 1)
     await plane.apply(resources)  # type: ignore[arg-type]
-    url = f"http://127.0.0.1:{port}/p50/x"
+    url = f"https://127.0.0.1:{tls_port}/p50/x" if tls else f"http://127.0.0.1:{port}/p50/x"
     if close:
         # ApacheBench without -k: one TCP connection per request, 50 at a time.
         client = await asyncio.create_subprocess_exec(
@@ -110,6 +116,7 @@ def main() -> None:
         metavar="N",
         help="N requests under a tracer: Python calls and bytecodes per request (load-free)",
     )
+    parser.add_argument("--tls", action="store_true", help="h2 over TLS (ALPN) instead of h2c")
     parser.add_argument(
         "--h1", action="store_true", help="HTTP/1.1 clients (h2load --h1, 10 pipelined) instead"
     )
@@ -132,7 +139,7 @@ def main() -> None:
     try:
         bench._wait_port(bench.BACKEND_PORT)
         if args.count:
-            plane = run(args.count, bench.free_port(), cert, args.h1, args.close)
+            plane = run(args.count, bench.free_port(), cert, args.h1, args.close, args.tls)
             counts = count(lambda: uvloop.run(plane))
             calls, opcodes = (n / args.count for n in counts)
             print(f"counted: {calls:.1f} Python calls, {opcodes:.0f} bytecodes per request")
@@ -140,13 +147,15 @@ def main() -> None:
         if args.plain:
             for _ in range(args.plain):
                 began = time.process_time()
-                uvloop.run(run(args.requests, bench.free_port(), cert, args.h1, args.close))
+                uvloop.run(
+                    run(args.requests, bench.free_port(), cert, args.h1, args.close, args.tls)
+                )
                 cpu = (time.process_time() - began) / args.requests * 1e6
                 print(f"proxy CPU {cpu:.1f} µs/request (this process: the data plane alone)")
             return
         profile = cProfile.Profile()
         profile.enable()
-        uvloop.run(run(args.requests, bench.free_port(), cert, args.h1, args.close))
+        uvloop.run(run(args.requests, bench.free_port(), cert, args.h1, args.close, args.tls))
         profile.disable()
         if os.environ.get("H2PROF_DUMP"):
             profile.dump_stats(os.environ["H2PROF_DUMP"])

@@ -373,7 +373,7 @@ class H2ServerConnection(asyncio.Protocol):
                 # response, its upstream and its buffers for ever.
                 self.rt.stats.client_timeout(stats.BODY)
                 stream.reset(limits.CANCEL)
-            elif stream.gate.held or stream.request_done or stream.cycle is None:
+            elif stream.held or stream.request_done or stream.cycle is None:
                 stream.read_at = now  # the proxy holds the body, or none is coming
             elif now - stream.read_at > config.body_timeout:
                 self.rt.stats.client_timeout(stats.BODY)
