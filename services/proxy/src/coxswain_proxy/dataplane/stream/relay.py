@@ -115,6 +115,10 @@ class RelaySide(asyncio.BufferedProtocol):
         if view is not None:
             _give_back(view)
         self.relay.side_lost(self)
+        # The relay and its sides point at each other: a reference cycle per connection that
+        # only the garbage collector could free. Nothing calls a side after its transport is
+        # lost (the transport lets go of its protocol), so the side lets go of its relay.
+        del self.relay
 
 
 class StreamRelay:
