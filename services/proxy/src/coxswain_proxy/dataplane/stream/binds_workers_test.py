@@ -7,6 +7,7 @@ every worker. Leaves out how the kernel spreads load beyond "each worker got som
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 import tempfile
@@ -95,8 +96,11 @@ async def test_two_workers_bind_and_relay_tcp_tls_and_udp_on_the_same_ports() ->
             assert [await tcp_ask(tcp_port) for _ in range(CLIENTS)] == [b"t:hi"] * CLIENTS
             tls = [await tcp_ask(tls_port, tls=True) for _ in range(CLIENTS)]
             assert tls == [b"s:hi"] * CLIENTS
-            for _ in range(CLIENTS):
-                async with r.udp_client(udp_port) as client:
+            # All open at once: a session is per client address, and a closed client's port may
+            # be handed to the next one (two clients, one session: one count).
+            async with contextlib.AsyncExitStack() as stack:
+                for _ in range(CLIENTS):
+                    client = await stack.enter_async_context(r.udp_client(udp_port))
                     assert await client.ask(b"hi") == b"u:hi"
             per_worker = [await w.call(STATS) for w in workers.workers]
             for route in ("TCPRoute/default/tcp", "TLSRoute/default/tls", "UDPRoute/default/udp"):
