@@ -256,6 +256,10 @@ class Tables:
         default_factory=dict
     )
     no_memo: frozenset[int] = frozenset()
+    # The 421 memo (`http.dispatch`): (port, TLS server name, Host) -> whether the Host is
+    # outside the names of the listener the server name selected. A function of the three and
+    # of these tables' listeners, so it lives and dies with them.
+    misdirected: dict[tuple[int, str, bytes], bool] = field(default_factory=dict)
     # TCP, TLS-passthrough and UDP ports: their routes and the ports to bind (`stream/`).
     streams: compiled.Streams = field(default_factory=compiled.Streams)
 

@@ -128,8 +128,13 @@ def start(cycle: RequestCycle) -> None:
         matched = tables.memo.get(key)
         if matched is None:
             matched = _match(tables, key, cycle.headers)
-        if conn.sni is not None:
-            _check_misdirected(cycle, tables, raw_host.decode("latin-1"))
+        sni = conn.sni
+        if sni is not None:
+            outside = tables.misdirected.get((conn.port, sni[0], raw_host))
+            if outside is None:
+                outside = _misdirected(tables, conn.port, sni[0], raw_host)
+            if outside:
+                raise _Misdirected("the Host is not served by the certificate's listener")
         outcome, path, query = matched
         if outcome.rule is None:
             cycle.local(outcome.status, outcome.reason)
@@ -176,14 +181,19 @@ def _answer_options(cycle: RequestCycle) -> None:
     cycle.answer(200, responses.with_headers(200, allow, close=cycle.must_close()))
 
 
-def _check_misdirected(cycle: RequestCycle, tables: Tables, host: str) -> None:
-    """Issue 7, item 4: 421 when the Host falls outside the SNI-selected listener's names."""
-    conn = cycle.conn
-    assert conn.sni is not None
-    info = tables.ports.get(conn.port)
-    allowed = targets.sni_names(info.hostnames if info is not None else (), conn.sni[0])
-    if allowed and not any(host_pattern_covers(p, normalize_host(host)) for p in allowed):
-        raise _Misdirected("the Host is not served by the certificate's listener")
+def _misdirected(tables: Tables, port: int, server_name: str, raw_host: bytes) -> bool:
+    """Issue 7, item 4: whether the Host falls outside the SNI-selected listener's names (a
+    421), remembered for the next request with the same three."""
+    info = tables.ports.get(port)
+    allowed = targets.sni_names(info.hostnames if info is not None else (), server_name)
+    host = normalize_host(raw_host.decode("latin-1"))
+    outside = bool(allowed) and not any(host_pattern_covers(p, host) for p in allowed)
+    if len(raw_host) + len(server_name) <= MEMO_KEY_BYTES:
+        memo = tables.misdirected
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        memo[(port, server_name, raw_host)] = outside
+    return outside
 
 
 # ---------------------------------------------------------------------- the rule's filters
