@@ -14,6 +14,8 @@ import kubernetes
 
 from coxswain_controller.api.conftest import Running, until
 from coxswain_controller.conftest import subscribe
+from coxswain_devkit.apiserver import ThreadedApiServer
+from coxswain_devkit.waiting import eventually
 from coxswain_proto import discovery as pb
 
 WAIT = 15.0
@@ -160,6 +162,45 @@ async def test_gateways_problems_and_events(running: Running) -> None:
 
     _, body = await running.get("/api/v1/events", token)
     assert isinstance(body["events"], list)
+
+
+async def test_a_route_serving_with_a_rule_dropped_is_a_problem(
+    apiserver: ThreadedApiServer, running: Running
+) -> None:
+    # The second rule's ExternalAuth names no Service: that rule is dropped (its matches answer
+    # 500), the first is served, and the route says PartiallyInvalid True.
+    auth = {"protocol": "HTTP", "backendRef": {"name": "missing-auth", "port": 80}}
+    route = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "partial", "namespace": "shop"},
+        "spec": {
+            "parentRefs": [{"name": "gw"}],
+            "hostnames": ["partial.example.com"],
+            "rules": [
+                {"backendRefs": [{"name": "web", "port": 80}]},
+                {
+                    "matches": [{"path": {"type": "PathPrefix", "value": "/private"}}],
+                    "filters": [{"type": "ExternalAuth", "externalAuth": auth}],
+                    "backendRefs": [{"name": "web", "port": 80}],
+                },
+            ],
+        },
+    }
+    apiserver.call(lambda s: s.apply([route]))
+    token = running.token("ops", "viewer")
+
+    async def listed() -> dict[str, Any] | None:
+        _, body = await running.get("/api/v1/problems", token)
+        return next((p for p in body["problems"] if p["object"]["name"] == "partial"), None)
+
+    problem = await eventually(listed, what="the route listed as a problem", within=WAIT)
+    by_type = {c["type"]: c for c in problem["conditions"]}
+    assert (by_type["ResolvedRefs"]["status"], by_type["PartiallyInvalid"]["status"]) == (
+        False,
+        True,
+    )
+    assert "rules[1]" in by_type["PartiallyInvalid"]["message"]
 
 
 async def test_manifests_as_cached_and_never_secret_data(running: Running) -> None:

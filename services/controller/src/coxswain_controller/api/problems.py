@@ -1,7 +1,8 @@
 """`/api/v1/problems` and `/api/v1/events`: what is wrong, from the last pass.
 
 A claimed object has a problem when one of its conditions is unhealthy: Accepted, Programmed
-or ResolvedRefs False, or Conflicted / OverlappingTLSConfig True (negative polarity). Each
+or ResolvedRefs False, or Conflicted / OverlappingTLSConfig / PartiallyInvalid True (negative
+polarity). Each
 problem carries the Warning Events translation raised about the same object (its uid).
 `/api/v1/events` lists every Event of the last pass: what the leader records to the API.
 """
@@ -24,7 +25,13 @@ from coxswain_controller.translate.result import (
 __all__ = ["events", "problems"]
 
 # Conditions whose True means trouble.
-_NEGATIVE = frozenset({ConditionType.CONFLICTED, ConditionType.OVERLAPPING_TLS_CONFIG})
+_NEGATIVE = frozenset(
+    {
+        ConditionType.CONFLICTED,
+        ConditionType.OVERLAPPING_TLS_CONFIG,
+        ConditionType.PARTIALLY_INVALID,  # a rule dropped while the rest is served
+    }
+)
 
 
 def _unhealthy(c: Condition) -> bool:
