@@ -149,9 +149,13 @@ class Decoder:
                 index = byte & 0x7F
                 if index == 0x7F:
                     index, pos = _integer(data, pos, 7)
+                    field = self._indexed(index)
                 else:
                     pos += 1
-                field = self._indexed(index)
+                    if index and index <= _STATIC_COUNT:
+                        field = STATIC[index - 1]  # the common case, inline
+                    else:
+                        field = self._indexed(index)
             elif byte & 0xE0 == 0x20:  # §6.3 dynamic table size update: only before any field
                 if fields:
                     raise CompressionError("dynamic table size update after a field")

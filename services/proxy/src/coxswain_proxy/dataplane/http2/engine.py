@@ -45,7 +45,8 @@ BLOCK_PER_LIST_BYTE = 4
 
 # Why a stream id that is no longer open is closed, for what a late frame on it means.
 _RESET_BY_US, _RESET_BY_PEER, _ENDED = 1, 2, 3
-_CLOSED_KEPT = 1024  # closed streams remembered; older ones count as reset by us (ignored)
+# Closed streams remembered (between this and twice this); older ones count as reset by us.
+_CLOSED_KEPT = 1024
 
 _FRAME = struct.Struct(">BHBBL")  # length (24 bits, as 8 + 16), type, flags, stream id
 _pack_frame = _FRAME.pack
@@ -273,8 +274,10 @@ class Engine:
     def _closed(self, stream_id: int, why: int) -> None:
         closed = self.closed
         closed[stream_id] = why
-        if len(closed) > _CLOSED_KEPT:
-            del closed[next(iter(closed))]
+        if len(closed) > 2 * _CLOSED_KEPT:
+            # Cut back to the newest in one go: deleting the oldest one at a time made every
+            # `next(iter(...))` step over the deleted slots at the front (6 µs per request).
+            self.closed = dict(list(closed.items())[-_CLOSED_KEPT:])
 
     # ------------------------------------------------------------------ what the client sent
 
