@@ -575,8 +575,8 @@ class Engine:
         if len(payload) != 5:
             self._stream_error(stream_id, limits.FRAME_SIZE_ERROR)  # §6.3: a stream error
             return
-        if _U32.unpack_from(payload)[0] & 0x7FFFFFFF == stream_id and stream_id in self.streams:
-            self._stream_error(stream_id, limits.PROTOCOL_ERROR)  # §5.3.1
+        if _U32.unpack_from(payload)[0] & 0x7FFFFFFF == stream_id:
+            self._stream_error(stream_id, limits.PROTOCOL_ERROR)  # §5.3.1, open or idle alike
             return
         self.sink.on_control(PRIORITY)
 

@@ -214,6 +214,11 @@ async def test_a_stream_depending_on_itself_is_reset() -> None:
     async with raw_client() as client:
         client.send(client.headers(1, GET), hf.PriorityFrame(1, depends_on=1))
         assert await client.reset(1) == limits.PROTOCOL_ERROR
+        client.send(hf.PriorityFrame(5, depends_on=5))  # an idle stream
+        assert await client.reset(5) == limits.PROTOCOL_ERROR
+        client.send(client.headers(7, GET, "END_STREAM"))  # and the connection goes on
+        head, _ = await client.answer(7)
+    assert dict(head)[b":status"] == b"200"
 
 
 async def test_ping_is_answered_with_its_payload() -> None:
