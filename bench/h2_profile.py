@@ -7,8 +7,9 @@
 parsing is not in it). `--plain RUNS` runs without the profiler, RUNS times, and prints
 h2load's figures and the data plane's CPU time per request (this process's; h2load and nginx
 run apart): the real cost, less swayed than req/s by other work on a shared machine.
-`--tls` runs h2 over TLS (ALPN) instead of h2c. `--close` makes the clients HTTP/1.1 with a new connection per request (ApacheBench, from
-apache2-utils); `H2PROF_DUMP=<file>` keeps the profile for pstats.
+`--tls` runs h2 over TLS (ALPN) instead of h2c. `--close` makes the clients HTTP/1.1 with a new
+connection per request (ApacheBench, from apache2-utils); `H2PROF_DUMP=<file>` keeps the profile
+for pstats.
 
 One data plane (the bench snapshot of `proxy_throughput`: 100 routes, metrics on) runs in this
 process under cProfile, on uvloop; nginx is its HTTP/1.1 backend and `h2load` (50 connections x
