@@ -565,9 +565,9 @@ class Engine:
             raise ConnectionFailure(limits.FRAME_SIZE_ERROR, "PING not 8 bytes")
         if stream_id:
             raise ConnectionFailure(limits.PROTOCOL_ERROR, "PING on a stream")
-        if not flags & ACK:
+        if not flags & ACK:  # an ACK answers a PING the proxy never sends: nothing to do
             self.out += _frame(PING, ACK, 0, payload)
-        self.sink.on_control(PING)
+            self.sink.on_control(PING)
 
     def _priority(self, stream_id: int, payload: bytes) -> None:
         if not stream_id:
