@@ -46,7 +46,7 @@ BLOCK_PER_LIST_BYTE = 4
 # Why a stream id that is no longer open is closed, for what a late frame on it means.
 _RESET_BY_US, _RESET_BY_PEER, _ENDED = 1, 2, 3
 # Closed streams remembered (between this and twice this); older ones count as reset by us.
-_CLOSED_KEPT = 1024
+_CLOSED_KEPT = 256  # a dict of 512 ids is 18 KB per connection at most
 
 _FRAME = struct.Struct(">BHBBL")  # length (24 bits, as 8 + 16), type, flags, stream id
 _pack_frame = _FRAME.pack
