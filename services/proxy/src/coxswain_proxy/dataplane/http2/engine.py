@@ -116,7 +116,7 @@ class Engine:
         "decoder", "encoder", "block", "block_id", "block_end", "block_depends", "block_frames",
         "block_limit",
         "send_window", "recv_window", "processed", "stream_window", "local_window",
-        "frame_size", "peer_initial", "advertised", "credits",
+        "frame_size", "peer_initial", "advertised", "credits", "tail_stream", "tail_at",
     )  # fmt: skip
 
     def __init__(
@@ -148,6 +148,10 @@ class Engine:
         # Window given back but not yet written: the client cannot have used it, so a frame
         # that arrives before the WINDOW_UPDATE is flushed is still held to the old window.
         self.credits: list[tuple[_StreamState | None, int]] = []
+        # The last DATA frame in `out` (its stream, and where its header starts): a stream that
+        # ends before it is written ends on that frame, not on an empty DATA frame of its own.
+        self.tail_stream = 0
+        self.tail_at = 0
         self.local_window = DEFAULT_WINDOW  # the connection window the proxy keeps open
         self.frame_size = DEFAULT_FRAME_SIZE  # the client's SETTINGS_MAX_FRAME_SIZE
         self.peer_initial = DEFAULT_WINDOW  # the client's SETTINGS_INITIAL_WINDOW_SIZE
@@ -183,6 +187,7 @@ class Engine:
             self.credits.clear()
         data = bytes(out)
         out.clear()
+        self.tail_stream = 0
         return data
 
     @property
@@ -227,12 +232,25 @@ class Engine:
         stream.send_window -= size
         self.send_window -= size
         out = self.out
+        if end:
+            self.tail_stream = 0
+        else:
+            self.tail_stream, self.tail_at = stream_id, len(out)
         out += _pack_frame(size >> 16, size & 0xFFFF, DATA, END_STREAM if end else 0, stream_id)
         out += data
         if end:
             self._local_end(stream_id, stream)
 
     def end_stream(self, stream_id: int) -> None:
+        if stream_id == self.tail_stream:
+            stream = self.streams.get(stream_id)
+            if stream is not None and stream.local_open:
+                # Its last DATA frame is still unwritten: END_STREAM goes on it (the flags
+                # byte, after the 3-byte length and the type), one frame fewer per response.
+                self.out[self.tail_at + 4] |= END_STREAM
+                self.tail_stream = 0
+                self._local_end(stream_id, stream)
+                return
         self.send_data(stream_id, b"", True)
 
     def reset_stream(self, stream_id: int, code: int) -> None:
