@@ -88,7 +88,7 @@ class EngineEvents(Protocol):
     def on_reset(self, stream_id: int) -> None:
         """The stream is gone: the client reset it, or broke the protocol on it."""
 
-    def on_control(self, kind: int) -> None:
+    def on_control(self) -> None:
         """A SETTINGS, PING or PRIORITY frame arrived (each costs work; the sink counts them)."""
 
     def on_goaway(self) -> None: ...
@@ -189,10 +189,6 @@ class Engine:
         out.clear()
         self.tail_stream = 0
         return data
-
-    @property
-    def max_frame_size(self) -> int:
-        return self.frame_size
 
     def window(self, stream_id: int) -> int:
         """How much DATA the proxy may send on the stream now."""
@@ -574,7 +570,7 @@ class Engine:
             # is advisory; unknown settings "MUST" be ignored (§6.5.2).
         self.out += _frame(SETTINGS, ACK, 0)
         sink = self.sink
-        sink.on_control(SETTINGS)
+        sink.on_control()
         if not sink.closed:
             sink.on_window(0)  # a larger initial window may let waiting streams send
 
@@ -585,7 +581,7 @@ class Engine:
             raise ConnectionFailure(limits.PROTOCOL_ERROR, "PING on a stream")
         if not flags & ACK:  # an ACK answers a PING the proxy never sends: nothing to do
             self.out += _frame(PING, ACK, 0, payload)
-            self.sink.on_control(PING)
+            self.sink.on_control()
 
     def _priority(self, stream_id: int, payload: bytes) -> None:
         if not stream_id:
@@ -596,7 +592,7 @@ class Engine:
         if _U32.unpack_from(payload)[0] & 0x7FFFFFFF == stream_id:
             self._stream_error(stream_id, limits.PROTOCOL_ERROR)  # §5.3.1, open or idle alike
             return
-        self.sink.on_control(PRIORITY)
+        self.sink.on_control()
 
 
 def _unpad(payload: bytes) -> bytes:

@@ -146,10 +146,9 @@ class H2ServerConnection(asyncio.Protocol):
         else:
             self._send_all()
 
-    def on_control(self, kind: int) -> None:
+    def on_control(self) -> None:
         # CVE-2019-9512 (ping flood), -9515 (settings flood), -9516 (priority): each frame is
         # free to send and costs an answer or work; past the bound the client is cut off.
-        del kind
         if self.control.hit(self.last_active):
             self.abort(limits.ENHANCE_YOUR_CALM)
 
@@ -268,7 +267,7 @@ class H2ServerConnection(asyncio.Protocol):
             window = min(len(data), conn.window(stream_id))
         except StreamGone:
             return 0
-        frame, sent = conn.max_frame_size, 0
+        frame, sent = conn.frame_size, 0
         while sent < window:
             size = min(frame, window - sent)
             conn.send_data(stream_id, bytes(data[sent : sent + size]))

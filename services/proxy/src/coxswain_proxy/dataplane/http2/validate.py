@@ -62,17 +62,16 @@ def request(block: list[tuple[bytes, bytes]]) -> Request:
     """The request a header block says, or `Malformed`."""
     key = tuple(block)
     known = _requests_seen.get(key)
-    if known is not None:
-        return Request(known.method, known.target, known.authority, known.fields.copy(),
-                       known.length, known.grpc, known.deadline)  # fmt: skip
-    checked = _request(block)
-    if len(block) <= _REQUEST_MEMO_FIELDS and sum(len(n) + len(v) for n, v in block) <= 2048:
+    if known is None:
+        known = _request(block)
+        if len(block) > _REQUEST_MEMO_FIELDS or sum(len(n) + len(v) for n, v in block) > 2048:
+            return known
         if len(_requests_seen) >= _REQUEST_MEMO_SIZE:
             _requests_seen.clear()
-        _requests_seen[key] = checked
-        return Request(checked.method, checked.target, checked.authority, checked.fields.copy(),
-                       checked.length, checked.grpc, checked.deadline)  # fmt: skip
-    return checked
+        _requests_seen[key] = known
+    # A copy for the caller: its fields list is the cycle's to change, the memo's is not.
+    return Request(known.method, known.target, known.authority, known.fields.copy(),
+                   known.length, known.grpc, known.deadline)  # fmt: skip
 
 
 # Header blocks checked before, with what they said. HPACK makes a client's repeated request
