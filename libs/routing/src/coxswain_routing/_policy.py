@@ -90,7 +90,7 @@ def _cidr_problems(cidrs: tuple[str, ...], at: str) -> list[Problem]:
     for i, cidr in enumerate(cidrs):
         try:
             parse_cidr(cidr)
-        except ValueError:
+        except (ValueError, AttributeError):  # AttributeError: not a string at all
             problems.append(Problem(f"{at}[{i}]", f"{cidr!r} is not a CIDR or an IP address"))
     return problems
 

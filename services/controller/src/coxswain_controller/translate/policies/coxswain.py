@@ -24,6 +24,7 @@ from typing import Any
 
 from coxswain_controller.translate.backends.resolver import BackendResolver
 from coxswain_controller.translate.conditions import ConditionType, Reason
+from coxswain_controller.translate.guard import MALFORMED
 from coxswain_controller.translate.ingress import policies as ingress_policies
 from coxswain_controller.translate.inputs import (
     Inputs,
@@ -61,6 +62,7 @@ KIND = "CoxswainPolicy"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 _PERIODS = {"Second": 1, "Minute": 60}
 _KEYS = {"ClientAddress": RateKey.CLIENT_ADDRESS, "Route": RateKey.ROUTE}
+_SAME_SITE = {s.value: s for s in SameSite}
 _DURATION = re.compile(r"(?:([0-9]+)h)?(?:([0-9]+)m(?!s))?(?:([0-9]+)s)?(?:([0-9]+)ms)?")
 # A target: (kind, namespace, name, sectionName); "" section for the whole object.
 Target = tuple[str, str, str, str]
@@ -69,6 +71,28 @@ Key = tuple[str, str]  # (namespace, name)
 
 class _Bad(ValueError):
     """A CoxswainPolicy field that cannot be honoured."""
+
+
+def _required(raw: Mapping[str, Any], key: str, at: str) -> Any:
+    if not isinstance(raw, Mapping):
+        raise _Bad(f"{at} must be an object")
+    if raw.get(key) is None:
+        raise _Bad(f"{at}.{key} is required")
+    return raw[key]
+
+
+def _choice(value: Any, choices: Mapping[str, Any], at: str) -> Any:
+    if not isinstance(value, str) or value not in choices:
+        raise _Bad(f"{at} {value!r} is not one of {', '.join(c for c in choices if c)}")
+    return choices[value]
+
+
+def _strings(value: Any, at: str) -> tuple[str, ...]:
+    """A list of strings, as the CRD declares; anything else is named, not coerced."""
+    items = () if value is None else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise _Bad(f"{at} must be a list of strings")
+    return tuple(items)
 
 
 @dataclass
@@ -183,9 +207,10 @@ def _read(obj: Obj, inputs: Inputs, resolver: BackendResolver) -> _Read:
     try:
         targets = _targets(obj, body.get("targetRefs") or [])
         policy = _policy(obj, body, inputs, resolver)
-    except (_Bad, TypeError, ValueError, AttributeError) as exc:
-        return _Read(obj, None, f"cannot be honoured: {exc}", _safe_targets(obj, body))
-    problems = policy.validate("spec")
+        problems = policy.validate("spec")
+    except MALFORMED as exc:
+        said = str(exc) if isinstance(exc, _Bad) else f"{type(exc).__name__}: {exc}"
+        return _Read(obj, None, f"cannot be honoured: {said}", _safe_targets(obj, body))
     if problems:
         said = "; ".join(f"{p.field}: {p.message}" for p in problems)
         return _Read(obj, None, f"cannot be honoured: {said}", targets)
@@ -195,7 +220,7 @@ def _read(obj: Obj, inputs: Inputs, resolver: BackendResolver) -> _Read:
 def _safe_targets(obj: Obj, body: Mapping[str, Any]) -> list[Target]:
     try:
         return _targets(obj, body.get("targetRefs") or [])
-    except (_Bad, TypeError, ValueError, AttributeError):
+    except MALFORMED:
         return []
 
 
@@ -207,7 +232,7 @@ def _targets(obj: Obj, refs: list[Mapping[str, Any]]) -> list[Target]:
             raise _Bad(f"targetRef {kind} is not a Gateway or an HTTPRoute")
         if kind == "Gateway" and section:
             raise _Bad("a sectionName on a Gateway (a listener) is not supported yet")
-        found.append((kind, namespace(obj), str(ref["name"]), section))
+        found.append((kind, namespace(obj), str(_required(ref, "name", "targetRef")), section))
     if not found:
         raise _Bad("targetRefs names nothing")
     return found
@@ -216,11 +241,11 @@ def _targets(obj: Obj, refs: list[Mapping[str, Any]]) -> list[Target]:
 def _policy(obj: Obj, body: Mapping[str, Any], inputs: Inputs, resolver: BackendResolver) -> Policy:
     ranges = body.get("sourceRanges")
     return Policy(
-        source_ranges=None
-        if ranges is None
-        else SourceRanges(tuple(ranges.get("allow") or ()), tuple(ranges.get("deny") or ())),
+        source_ranges=None if ranges is None else _ranges(ranges),
         max_body_bytes=int(body.get("maxBodyBytes") or 0),
-        rate_limits=tuple(_rate(r) for r in body.get("rateLimits") or ()),
+        rate_limits=tuple(
+            _rate(r, f"rateLimits[{i}]") for i, r in enumerate(body.get("rateLimits") or ())
+        ),
         connections_per_client=int(body.get("connectionsPerClient") or 0),
         basic_auth=_basic(obj, body.get("basicAuth"), inputs),
         external_auth=_external(obj, body.get("externalAuth"), resolver),
@@ -229,13 +254,20 @@ def _policy(obj: Obj, body: Mapping[str, Any], inputs: Inputs, resolver: Backend
     )
 
 
-def _rate(raw: Mapping[str, Any]) -> RateLimit:
+def _ranges(raw: Mapping[str, Any]) -> SourceRanges:
+    if not isinstance(raw, Mapping):
+        raise _Bad("sourceRanges must be an object")
+    allow = _strings(raw.get("allow"), "sourceRanges.allow")
+    return SourceRanges(allow, _strings(raw.get("deny"), "sourceRanges.deny"))
+
+
+def _rate(raw: Mapping[str, Any], at: str) -> RateLimit:
     return RateLimit(
-        requests=int(raw["requests"]),
-        period_seconds=_PERIODS[str(raw.get("per", "Second"))],
+        requests=int(_required(raw, "requests", at)),
+        period_seconds=_choice(raw.get("per") or "Second", _PERIODS, f"{at}.per"),
         burst=int(raw.get("burst") or 0),
-        key=_KEYS[str(raw.get("key", "ClientAddress"))],
-        exempt=tuple(raw.get("exempt") or ()),
+        key=_choice(raw.get("key") or "ClientAddress", _KEYS, f"{at}.key"),
+        exempt=_strings(raw.get("exempt"), f"{at}.exempt"),
     )
 
 
@@ -252,7 +284,8 @@ def basic_auth_secret(obj: Obj) -> Key | None:
 def _basic(obj: Obj, raw: Mapping[str, Any] | None, inputs: Inputs) -> BasicAuth | None:
     if raw is None:
         return None
-    ns, secret_name = namespace(obj), str(raw["secretRef"]["name"])
+    ref = _required(raw, "secretRef", "basicAuth")
+    ns, secret_name = namespace(obj), str(_required(ref, "name", "basicAuth.secretRef"))
     secret = inputs.get("Secret", ns, secret_name)
     if secret is None:
         raise _Bad(f"basicAuth: Secret {ns}/{secret_name} not found")
@@ -268,11 +301,11 @@ def _external(
 ) -> ExternalAuth | None:
     if raw is None:
         return None
-    ref = raw["backendRef"]
+    ref, at = _required(raw, "backendRef", "externalAuth"), "externalAuth.backendRef"
+    service, port = str(_required(ref, "name", at)), int(_required(ref, "port", at))
     ns = namespace(obj)
     if (ref.get("namespace") or ns) != ns:
         raise _Bad("externalAuth: a backendRef in another namespace is not supported yet")
-    service, port = str(ref["name"]), int(ref["port"])
     resolved = resolver.resolve({"name": service, "port": port}, route_kind="HTTPRoute",
                                 route_namespace=ns)  # fmt: skip
     if not resolved.backend.resolved:
@@ -282,7 +315,9 @@ def _external(
         host=f"{service}.{ns}.svc.cluster.local:{port}",
         path=str(raw.get("path") or "/"),
         method=str(raw.get("method") or "GET").upper(),
-        response_headers=tuple(str(h).lower() for h in raw.get("responseHeaders") or ()),
+        response_headers=tuple(
+            h.lower() for h in _strings(raw.get("responseHeaders"), "externalAuth.responseHeaders")
+        ),
         signin=str(raw.get("signinURL") or ""),
         signin_redirect_param=str(raw.get("signinRedirectParam") or "rd"),
         timeout_ms=_duration_ms(str(raw.get("timeout") or "5s")),
@@ -301,7 +336,9 @@ def _duration_ms(text: str) -> int:
 def _affinity(raw: Mapping[str, Any] | None) -> SessionAffinity | None:
     if raw is None:
         return None
-    same_site = {s.value: s for s in SameSite}[str(raw.get("sameSite") or "")]
+    if not isinstance(raw, Mapping):
+        raise _Bad("sessionAffinity must be an object")
+    same_site = _choice(raw.get("sameSite") or "", _SAME_SITE, "sessionAffinity.sameSite")
     return SessionAffinity(
         cookie=str(raw.get("cookieName") or "COXSWAIN_AFFINITY"),
         path=str(raw.get("path") or "/"),

@@ -2,8 +2,9 @@
 
 Covers the merge of a Gateway's, a route's and a rule's policies (the most specific part
 winning, the older policy on one target winning a part both set), targets that cannot be
-honoured, durations, and that a rule of another kind or table is left alone. The whole pass
-(snapshots, status ancestors, patches) is the golden case coxswainpolicy-attachment.
+honoured (each named by its field, wrong shapes too), durations, and that a rule of another
+kind or table is left alone. The whole pass (snapshots, status ancestors, patches) is the
+golden case coxswainpolicy-attachment.
 """
 
 from __future__ import annotations
@@ -83,6 +84,47 @@ def test_rules_no_policy_targets_are_left_alone(table: str, rule: Rule) -> None:
             {"externalAuth": {"backendRef": {"name": "a", "port": 80, "namespace": "x"}}},
             "another namespace",
             id="auth elsewhere",
+        ),
+        # Shapes the CRD schema refuses but a cache can still hold: each is named, none raises.
+        pytest.param(
+            [GW],
+            {"externalAuth": {}},
+            "externalAuth.backendRef is required",
+            id="no auth backendRef",
+        ),
+        pytest.param(
+            [GW],
+            {"externalAuth": {"backendRef": {"name": "a"}}},
+            "externalAuth.backendRef.port is required",
+            id="no auth port",
+        ),
+        pytest.param([GW], {"basicAuth": {}}, "basicAuth.secretRef is required", id="no secretRef"),
+        pytest.param(
+            [GW], {"rateLimits": [{}]}, "rateLimits[0].requests is required", id="no requests"
+        ),
+        pytest.param(
+            [GW],
+            {"rateLimits": [{"requests": 5, "per": "Hour"}]},
+            "rateLimits[0].per 'Hour' is not one of Second, Minute",
+            id="period",
+        ),
+        pytest.param(
+            [GW],
+            {"sessionAffinity": {"sameSite": "x"}},
+            "sessionAffinity.sameSite 'x' is not one of Strict, Lax, None",
+            id="sameSite",
+        ),
+        pytest.param(
+            [GW],
+            {"sourceRanges": {"deny": [7]}},
+            "sourceRanges.deny must be a list of strings",
+            id="cidr not a string",
+        ),
+        pytest.param(
+            [GW],
+            {"sourceRanges": "10.0.0.0/8"},
+            "sourceRanges must be an object",
+            id="ranges not an object",
         ),
     ],
 )
