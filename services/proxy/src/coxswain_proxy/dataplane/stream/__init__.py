@@ -10,7 +10,8 @@ UDPRoute.
 - `clienthello`: the sans-IO ClientHello reader (the server name, never terminating TLS);
 - `tls_relay`: a TLS connection until its ClientHello is read and routed, then a relay, passed
   through or terminated;
-- `terminate`: the client's TLS ended with the listener's certificate, in place;
+- `terminate`: the client's TLS ended with the listener's certificate, in place, each direction
+  closing on its own (half-close, as on TCP);
 - `udp`: per-client sessions, committed to one backend each;
 - `binds`: the stream ports bound (TCP, TLS, UDP), beside the HTTP ones of `dataplane.listeners`.
 """

@@ -57,7 +57,7 @@ class RelaySide(asyncio.BufferedProtocol):
     """One connection of the pair: what it reads is written to `peer`, the other's transport."""
 
     __slots__ = (
-        "relay", "transport", "peer", "view", "counts", "index", "ended", "half",
+        "relay", "transport", "peer", "view", "counts", "index", "ended",
     )  # fmt: skip
 
     def __init__(self, relay: StreamRelay, index: int) -> None:
@@ -68,9 +68,6 @@ class RelaySide(asyncio.BufferedProtocol):
         self.counts = relay.counts
         self.index = index  # the counter its reads add to (STREAM_RECEIVED or STREAM_SENT)
         self.ended = False  # its EOF has arrived (and been passed on)
-        # Its transport stays open for the other direction after its EOF: not a TLS one, which
-        # closes at the peer's close_notify whatever the protocol answers.
-        self.half = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -99,7 +96,7 @@ class RelaySide(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         self.relay.side_ended(self)
-        return self.half  # keep the transport: the other direction may still be sending
+        return True  # keep the transport: the other direction may still be sending
 
     def pause_writing(self) -> None:
         other = self.relay.other(self)
@@ -238,10 +235,6 @@ class StreamRelay:
     def side_ended(self, side: RelaySide) -> None:
         side.ended = True
         peer = side.peer
-        if peer is not None and not peer.can_write_eof():
-            # A TLS transport (a terminated client) has no half-close: its close is the EOF.
-            peer.close()
-            return
         other = self.other(side)
         if other is not None and other.ended:
             self._finish()  # the close sends the FIN a write_eof would have: one call fewer

@@ -8,7 +8,10 @@ each served its own way (the passed-through client sees the backend's own certif
 to terminate on a port with no certificate, a client that refuses the certificate, and a
 handshake left unfinished (closed at `hello_timeout` from the accept and not before, on a
 fast-forwarded sweep clock) each refused under the route, the backend never dialled; megabytes
-both ways through the termination; a backend's close reaching the client as the TLS close; an
+both ways through the termination; a backend's close reaching the client as the TLS close;
+half-close both ways (a client's close_notify passed on as the backend's EOF while the answer
+still comes back, and a backend's EOF passed on as the proxy's close_notify while the client
+writes on), with a client of memory BIOs since asyncio's TLS cannot half-close; an
 open terminated connection outliving a snapshot that rotates the certificate and removes the
 route, while a new connection gets the new certificate. Leaves out the ClientHello reader
 (clienthello_test) and passthrough alone (passthrough_test).
@@ -273,6 +276,122 @@ async def test_the_backends_close_reaches_the_client_as_the_tls_close() -> None:
         async with t.running(resources) as plane, connect(plane, "tls.example.com") as (reader, _):
             async with asyncio.timeout(10):
                 assert await reader.read() == b"bye"  # then EOF: the TLS close
+    finally:
+        server.close()
+
+
+class HalfClosingClient:
+    """A TLS client over memory BIOs on a plain connection: it can send its close_notify and read
+    on, and write on after the server's, which asyncio's own TLS transport cannot."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = client_context().wrap_bio(
+            self.incoming, self.outgoing, server_hostname="tls.example.com"
+        )
+
+    async def _records(self) -> None:
+        data = await self.reader.read(65536)
+        if data:
+            self.incoming.write(data)
+        else:
+            self.incoming.write_eof()
+
+    async def _flush(self) -> None:
+        self.writer.write(self.outgoing.read())
+        await self.writer.drain()
+
+    async def handshake(self) -> None:
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                await self._flush()
+                await self._records()
+        await self._flush()
+
+    async def send(self, data: bytes) -> None:
+        self.tls.write(data)
+        await self._flush()
+
+    async def close_write(self) -> None:
+        with contextlib.suppress(ssl.SSLWantReadError):
+            self.tls.unwrap()  # the close_notify: this direction has ended, the other has not
+        await self._flush()
+
+    async def read_to_close(self) -> bytes:
+        """Everything until the server's close_notify (an EOF without one fails the read)."""
+        received = bytearray()
+        while True:
+            try:
+                chunk = self.tls.read(65536)
+            except ssl.SSLWantReadError:
+                await self._records()
+                continue
+            except ssl.SSLZeroReturnError:
+                return bytes(received)
+            if not chunk:
+                return bytes(received)
+            received += chunk
+
+
+@contextlib.asynccontextmanager
+async def half_closing(plane: Dataplane) -> AsyncIterator[HalfClosingClient]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", r.bound_at(plane, r.TLS_PORT, TLS))
+    try:
+        client = HalfClosingClient(reader, writer)
+        async with asyncio.timeout(10):
+            await client.handshake()
+        yield client
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("end", ["close_notify", "fin"])
+async def test_a_client_that_ends_its_direction_still_gets_the_answer(end: str) -> None:
+    async with r.echo("a") as a:
+        resources: list[Resource] = [
+            LISTENER,
+            r.endpoint_set("a", a.port),
+            route(("", "a", True)),
+            store(certificate("tls.example.com")),
+        ]
+        async with t.running(resources) as plane, half_closing(plane) as client:
+            await client.send(b"hello")
+            if end == "fin":  # a bare TCP FIN, no close_notify: still the end of what it sends
+                client.writer.write_eof()
+            else:
+                await client.close_write()
+            # Either is passed on as the backend's EOF: it says bye, then ends.
+            async with asyncio.timeout(10):
+                assert await client.read_to_close() == b"a:helloa:bye"
+
+
+async def test_the_client_writes_on_after_the_backends_end_reaches_it() -> None:
+    heard: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    async def early_goodbye(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"bye")
+        writer.write_eof()  # this direction ends; the backend still listens
+        heard.set_result(await reader.read())  # all the client sent, up to its end
+        writer.close()
+
+    server = await asyncio.start_server(early_goodbye, "127.0.0.1", 0)
+    try:
+        resources: list[Resource] = [
+            LISTENER,
+            r.endpoint_set("a", server.sockets[0].getsockname()[1]),
+            route(("", "a", True)),
+            store(certificate("tls.example.com")),
+        ]
+        async with t.running(resources) as plane, half_closing(plane) as client:
+            async with asyncio.timeout(10):
+                assert await client.read_to_close() == b"bye"  # then the proxy's close_notify
+                await client.send(b"still here")
+                await client.close_write()
+                assert await heard == b"still here"
     finally:
         server.close()
 
