@@ -34,7 +34,15 @@ from coxswain_routing._hosts import (
     normalize_host,
     wildcard_suffixes,
 )
-from coxswain_routing._matcher import Claims, Miss, Outcome, Router, compile_router, parse_query
+from coxswain_routing._matcher import (
+    Claims,
+    Miss,
+    Outcome,
+    Router,
+    compile_router,
+    parse_query,
+    patch_router,
+)
 from coxswain_routing._model import *  # noqa: F403 (the model's own __all__)
 from coxswain_routing._model import __all__ as _model_all
 from coxswain_routing._paths import normalize_path, prefix_covers
@@ -61,6 +69,7 @@ __all__ = [
     "Outcome",
     "Router",
     "compile_router",
+    "patch_router",
     "parse_query",
     "normalize_host",
     "normalize_path",

@@ -2,8 +2,10 @@
 
 Covers reuse of unchanged host tables (the same objects), rebuilding of every (port, host)
 group an add, an edit or a removal touches, the previous router left answering as it did, and,
-through generated sequences of edits (hypothesis), that an incremental build answers every
-probe exactly as a build from scratch does. Leaves out what the answers mean (matcher_test.py).
+through generated sequences of edits (hypothesis), that an incremental build, and one patched
+from the delta alone (`patch_router`), answer every probe exactly as a build from scratch
+does; a patch keeps a host's resources in snapshot order and fences a port it opens by its
+listeners. Leaves out what the answers mean (matcher_test.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from hypothesis import strategies as st
 
 from coxswain_routing import (
     Backend,
+    GatewayListeners,
     HostRoutes,
+    Listener,
+    ListenerProtocol,
     Match,
     Miss,
     PathMatch,
@@ -27,6 +32,7 @@ from coxswain_routing import (
     Rule,
     WildcardScope,
     compile_router,
+    patch_router,
 )
 
 PORTS = (80, 8080)
@@ -181,13 +187,23 @@ def apply(held: dict[str, HostRoutes], edit: HostRoutes | int) -> dict[str, Host
     return after
 
 
+def touched(before: dict[str, HostRoutes], after: dict[str, HostRoutes]) -> list[HostRoutes]:
+    """The objects a delta replaced or removed, and those that replace them or are new."""
+    old = [r for key, r in before.items() if after.get(key) is not r]
+    return old + [r for key, r in after.items() if before.get(key) is not r]
+
+
 def run(initial: Sequence[HostRoutes], steps: Sequence[HostRoutes | int]) -> None:
     held = {r.key: r for r in initial}
-    router = compile_router(held.values())
+    router = patched = compile_router(held.values())
     for edit in steps:
-        held = apply(held, edit)
+        before, held = held, apply(held, edit)
         router = compile_router(held.values(), router)
-        assert answers(router) == answers(compile_router(held.values()))
+        patched = patch_router(patched, held, touched(before, held), ())
+        fresh = answers(compile_router(held.values()))
+        assert answers(router) == fresh
+        assert answers(patched) == fresh
+        assert patched.ports == router.ports
 
 
 @settings(max_examples=200, deadline=None)
@@ -196,3 +212,40 @@ def test_an_incremental_build_answers_like_a_build_from_scratch(
     initial: list[HostRoutes], steps: list[HostRoutes | int]
 ) -> None:
     run(initial, steps)
+
+
+def test_a_port_a_patch_opens_is_fenced_by_its_listeners() -> None:
+    # Listener isolation on a port that had no routes: the patch fences it as a build does.
+    gateway = GatewayListeners(
+        "default",
+        "gw",
+        1,
+        (
+            Listener("exact", 80, 80, ListenerProtocol.HTTP, "x.b.example.com"),
+            Listener("wild", 80, 80, ListenerProtocol.HTTP, "*.b.example.com"),
+        ),
+    )
+    wild = routes("*.b.example.com")
+    empty = compile_router([gateway])
+    patched = patch_router(empty, {wild.key: wild}, [wild], [gateway])
+    fresh = compile_router([gateway, wild])
+    assert answers(patched) == answers(fresh)
+    # The exact listener claims its host: the wildcard's routes do not serve it.
+    assert patched.match(80, "x.b.example.com", "GET", "/") == fresh.match(
+        80, "x.b.example.com", "GET", "/"
+    )
+    assert isinstance(patched.match(80, "x.b.example.com", "GET", "/"), Miss)
+
+
+def test_a_patched_host_keeps_its_resources_in_snapshot_order() -> None:
+    # The first of a host's resources sets its wildcard scope: replacing it must not move it.
+    one_label = HostRoutes("gateway/default/gw", 80, "*.example.com", (rule("one"),),
+                           wildcard_scope=WildcardScope.ONE_LABEL)  # fmt: skip
+    any_labels = routes("*.example.com", rule("any"), table="ingress")
+    edited = HostRoutes("gateway/default/gw", 80, "*.example.com", (rule("edited"),),
+                        wildcard_scope=WildcardScope.ONE_LABEL)  # fmt: skip
+    before = {r.key: r for r in (one_label, any_labels)}
+    after = {**before, edited.key: edited}
+    patched = patch_router(compile_router(before.values()), after, [one_label, edited], ())
+    probe = (80, "deep.x.example.com", "GET", "/")
+    assert answer(patched.match(*probe)) == answer(compile_router(after.values()).match(*probe))

@@ -22,6 +22,14 @@ from a resource object it is handed again (`is`): host tables, rule plans, endpo
 their round-robin position), TLS stores (their `SSLContext`s) and TLS pickers. An `id()` from
 `previous` is trusted only for an object `previous` holds, and `previous` holds every resource
 it was compiled from (`Tables.sources`), so no id outlives its object.
+
+A delta small against the snapshot (an eighth at most) is not even walked over the rest: it is
+patched onto `previous` (`_patched`). The delta is found by identity against `previous.sources`;
+the by-kind index, the router (`patch_router`: only the (port, host) tables it touches), the rule
+plans (each Rule counted by the HostRoutes holding it, so a plan goes with its last holder), the
+endpoint pickers and the routes with own pickers are patched, and every part no kind of the delta
+feeds is `previous`'s own object. At 10k routes a one-route delta went from 52-68 ms to about
+4 ms. `delta_compile_test` holds the patch to what a compile from scratch gives.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import logging
 import ssl
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from coxswain_proxy import gcpause
 from coxswain_proxy.dataplane import framing, tls
@@ -58,11 +66,13 @@ from coxswain_routing import (
     ResponseHeaderModifier,
     Router,
     Rule,
+    StreamRoute,
     TlsCertificate,
     TlsStore,
     URLRewrite,
     compile_router,
     fold_header_modifiers,
+    patch_router,
 )
 
 log = logging.getLogger(__name__)
@@ -262,6 +272,17 @@ class Tables:
     misdirected: dict[tuple[int, str, bytes], bool] = field(default_factory=dict)
     # TCP, TLS-passthrough and UDP ports: their routes and the ports to bind (`stream/`).
     streams: compiled.Streams = field(default_factory=compiled.Streams)
+    # What the next compile patches when it is handed a delta (`_patched`):
+    kinds: Kinds = field(default_factory=dict)  # `sources` by kind, each in snapshot order
+    rule_uses: dict[int, int] = field(
+        default_factory=dict
+    )  # id() of a Rule -> HostRoutes holding it
+    header_routes: dict[str, int] = field(
+        default_factory=dict
+    )  # key -> port, a match tests headers
+    own_routes: dict[str, HostRoutes] = field(default_factory=dict)  # with own-picker backends
+    client_certificates: dict[str, TlsCertificate] = field(default_factory=dict)
+    ingress: dict[int, bool] = field(default_factory=dict)  # the Ingress ports compiled for
 
     def picker(self, backend: Backend) -> EndpointPicker | None:
         if backend.tls is None and backend.protocol not in HTTP2_PROTOCOLS:
@@ -269,11 +290,9 @@ class Tables:
         return self.own_pickers.get(id(backend))
 
 
-def _ports(resources: list[Resource], ingress: dict[int, bool]) -> dict[int, PortInfo]:
+def _ports(gateways: Iterable[GatewayListeners], ingress: dict[int, bool]) -> dict[int, PortInfo]:
     found: dict[int, list[tuple[bool, str]]] = {}
-    for resource in resources:
-        if not isinstance(resource, GatewayListeners):
-            continue
+    for resource in gateways:
         for listener in resource.listeners:
             if listener.protocol in (ListenerProtocol.HTTP, ListenerProtocol.HTTPS):
                 is_tls = listener.protocol is ListenerProtocol.HTTPS
@@ -290,6 +309,8 @@ def _ports(resources: list[Resource], ingress: dict[int, bool]) -> dict[int, Por
 
 # A snapshot's resources: by key (as staged), or listed (tests), where a later one wins a key.
 Resources = Mapping[str, Resource] | Iterable[Resource]
+# Resources by their class, then by key.
+Kinds = dict[type, dict[str, Resource]]
 
 
 def by_key(resources: Resources) -> dict[str, Resource]:
@@ -311,20 +332,43 @@ class _Reuse:
         return self.sources.get(key) is resource
 
 
-def _plans(
-    routes: dict[str, HostRoutes], reuse: _Reuse
-) -> tuple[dict[int, RulePlan], frozenset[int]]:
-    """The rule plans, and the ports where some match tests headers."""
-    before = reuse.previous.plans if reuse.previous is not None else {}
-    plans: dict[int, RulePlan] = {}
-    headers: set[int] = set()
-    for key, resource in routes.items():
-        kept = reuse.kept(key, resource)
+@dataclass(slots=True)
+class _Plans:
+    """The rule plans by id() of the Rule, and what patching them needs."""
+
+    plans: dict[int, RulePlan] = field(default_factory=dict)
+    uses: dict[int, int] = field(default_factory=dict)  # how many HostRoutes hold each rule
+    headers: dict[str, int] = field(default_factory=dict)  # routes testing headers -> port
+
+    def add(self, key: str, resource: HostRoutes, before: dict[int, RulePlan]) -> None:
+        plans, uses = self.plans, self.uses
         for rule in resource.rules:
-            plan = plans[id(rule)] = before[id(rule)] if kept else _planned(key, rule)
+            rid = id(rule)
+            uses[rid] = uses.get(rid, 0) + 1
+            plan = plans.get(rid) or before.get(rid) or _planned(key, rule)
+            plans[rid] = plan
             if plan.tests_headers:
-                headers.add(resource.bind_port)
-    return plans, frozenset(headers)
+                self.headers[key] = resource.bind_port
+
+    def drop(self, key: str, resource: HostRoutes) -> None:
+        self.headers.pop(key, None)
+        plans, uses = self.plans, self.uses
+        for rule in resource.rules:
+            rid = id(rule)
+            left = uses[rid] - 1
+            if left:
+                uses[rid] = left
+            else:
+                del uses[rid], plans[rid]
+
+
+def _plans(routes: dict[str, HostRoutes], reuse: _Reuse) -> _Plans:
+    """Every rule's plan, those of routes handed again taken from `previous`."""
+    before = reuse.previous.plans if reuse.previous is not None else {}
+    found = _Plans()
+    for key, resource in routes.items():
+        found.add(key, resource, before if reuse.kept(key, resource) else {})
+    return found
 
 
 def _planned(key: str, rule: Rule) -> RulePlan:
@@ -356,14 +400,21 @@ def _own_picker_backends(routes: HostRoutes) -> Iterator[Backend]:
                 yield f.backend
 
 
+def _own_routes(routes: Iterable[tuple[str, HostRoutes]]) -> dict[str, HostRoutes]:
+    """The routes with some backend dialled other than as plain HTTP/1.1 (usually few)."""
+    return {key: r for key, r in routes if next(_own_picker_backends(r), None) is not None}
+
+
 def _own_pickers(
     routes: dict[str, HostRoutes],
     sets: dict[str, EndpointSet],
     reuse: _Reuse,
     certificates: dict[str, TlsCertificate],
 ) -> dict[int, EndpointPicker]:
+    """The pickers of `routes`' own-picker backends (`_own_routes`), kept from `previous`
+    where the route, its endpoints and its Gateway's client certificate are the same."""
     before = reuse.previous.own_pickers if reuse.previous is not None else {}
-    held = backend_tls.client_certificates(reuse.sources.values())
+    held = reuse.previous.client_certificates if reuse.previous is not None else {}
     pickers = {}
     for key, resource in routes.items():
         certificate = certificates.get(resource.table)
@@ -409,14 +460,12 @@ def _endpoints(sets: dict[str, EndpointSet], reuse: _Reuse) -> dict[str, Endpoin
     }
 
 
-def _tls(
-    keyed: dict[str, Resource], reuse: _Reuse
-) -> tuple[dict[int, tls.SniStore], dict[int, ssl.SSLContext]]:
+def _tls(kinds: Kinds, reuse: _Reuse) -> tuple[dict[int, tls.SniStore], dict[int, ssl.SSLContext]]:
     """Each HTTPS port's certificate store and the context its handshakes start with."""
     before = reuse.previous
     stores = tls.compile_stores(
-        _of_kind(keyed, TlsStore),
-        _of_kind(keyed, ClientCaStore),
+        _kind_of(kinds, TlsStore),
+        _kind_of(kinds, ClientCaStore),
         held=reuse.sources,
         before=before.tls if before is not None else {},
     )
@@ -428,8 +477,58 @@ def _tls(
     return stores, fronts
 
 
-def _of_kind(keyed: dict[str, Resource], kind: type[R]) -> dict[str, R]:
-    return {key: r for key, r in keyed.items() if isinstance(r, kind)}
+def _kind_of(kinds: Kinds, kind: type[R]) -> dict[str, R]:
+    return cast(dict[str, R], kinds.get(kind, {}))
+
+
+def _kinds(keyed: dict[str, Resource]) -> Kinds:
+    kinds: Kinds = {}
+    for key, resource in keyed.items():
+        of_kind = kinds.get(type(resource))
+        if of_kind is None:
+            of_kind = kinds[type(resource)] = {}
+        of_kind[key] = resource
+    return kinds
+
+
+def _streamed(kinds: Kinds) -> dict[str, Resource]:
+    """The resources stream ports compile from (their routes, the listeners, the stores)."""
+    return {
+        **_kind_of(kinds, StreamRoute),
+        **_kind_of(kinds, GatewayListeners),
+        **_kind_of(kinds, TlsStore),
+    }
+
+
+@dataclass(slots=True)
+class _Delta:
+    """What a compile is handed that `previous` was not compiled from, by key."""
+
+    new: dict[str, Resource]  # added, or replacing the object of `old` under the same key
+    old: dict[str, Resource]  # replaced or removed
+    kinds: frozenset[type]  # of either
+
+    def of(self, kind: type[R]) -> tuple[list[tuple[str, R]], list[tuple[str, R]]]:
+        """(old, new) of one kind."""
+        old = [(k, cast(R, r)) for k, r in self.old.items() if type(r) is kind]
+        return old, [(k, cast(R, r)) for k, r in self.new.items() if type(r) is kind]
+
+
+# A delta larger than this share of the snapshot compiles in one pass (reusing what it can).
+PATCH_SHARE = 8
+
+
+def _delta(keyed: dict[str, Resource], previous: Tables | None) -> _Delta | None:
+    if previous is None:
+        return None
+    sources = previous.sources
+    new = {k: r for k, r in keyed.items() if sources.get(k) is not r}
+    old = {k: sources[k] for k in new if k in sources}
+    if len(sources) - (len(keyed) - len(new)) > len(old):  # some keys were removed
+        old.update((k, sources[k]) for k in sources.keys() - keyed.keys())
+    if len(new) + len(old) > max(16, len(keyed) // PATCH_SHARE):
+        return None
+    return _Delta(new, old, frozenset(map(type, (*new.values(), *old.values()))))
 
 
 def compile_tables(
@@ -441,26 +540,143 @@ def compile_tables(
 ) -> Tables:
     """Compile a snapshot. `ingress`: the Ingress ports to serve (port -> TLS), shared mode.
 
-    `previous`: the tables served now, whose parts compiled from unchanged resources are reused.
+    `previous`: the tables served now. A small delta from what they were compiled from is
+    patched onto them (`_patched`); otherwise the whole snapshot is compiled, reusing the parts
+    compiled from resource objects handed again. Either gives the same tables.
     """
     keyed = by_key(resources)
-    reuse = _Reuse(previous)
     with gcpause.paused():
-        routes = _of_kind(keyed, HostRoutes)
-        sets = _of_kind(keyed, EndpointSet)
-        listed = list(keyed.values())
-        plans, header_ports = _plans(routes, reuse)
-        stores, fronts = _tls(keyed, reuse)
-        return Tables(
-            router=compile_router(listed, previous.router if previous is not None else None),
-            plans=plans,
-            endpoints=_endpoints(sets, reuse),
-            own_pickers=_own_pickers(routes, sets, reuse, backend_tls.client_certificates(listed)),
-            tls=stores,
-            fronts=fronts,
-            ports=_ports(listed, ingress),
-            version=version,
-            sources=keyed,
-            no_memo=header_ports,
-            streams=compiled.compile_streams(keyed, previous.streams if previous else None),
-        )
+        delta = _delta(keyed, previous)
+        if delta is not None and previous is not None:
+            return _patched(keyed, delta, previous, ingress, version)
+        return _whole(keyed, previous, ingress, version)
+
+
+def _whole(
+    keyed: dict[str, Resource], previous: Tables | None, ingress: dict[int, bool], version: str
+) -> Tables:
+    reuse = _Reuse(previous)
+    kinds = _kinds(keyed)
+    routes, sets = _kind_of(kinds, HostRoutes), _kind_of(kinds, EndpointSet)
+    gateways = _kind_of(kinds, GatewayListeners)
+    plans = _plans(routes, reuse)
+    stores, fronts = _tls(kinds, reuse)
+    own_routes = _own_routes(routes.items())
+    certificates = backend_tls.client_certificates(gateways.values())
+    return Tables(
+        router=compile_router(
+            [*gateways.values(), *routes.values()], previous.router if previous else None
+        ),
+        plans=plans.plans,
+        endpoints=_endpoints(sets, reuse),
+        own_pickers=_own_pickers(own_routes, sets, reuse, certificates),
+        tls=stores,
+        fronts=fronts,
+        ports=_ports(gateways.values(), ingress),
+        version=version,
+        sources=keyed,
+        no_memo=frozenset(plans.headers.values()),
+        streams=compiled.compile_streams(_streamed(kinds), previous.streams if previous else None),
+        kinds=kinds,
+        rule_uses=plans.uses,
+        header_routes=plans.headers,
+        own_routes=own_routes,
+        client_certificates=certificates,
+        ingress=dict(ingress),
+    )
+
+
+def _patched(
+    keyed: dict[str, Resource],
+    delta: _Delta,
+    previous: Tables,
+    ingress: dict[int, bool],
+    version: str,
+) -> Tables:
+    """`previous` with only what `delta` touches compiled again: the tables `_whole` would
+    give, at the cost of the delta rather than of the snapshot. Every part no kind of the
+    delta feeds is `previous`'s own object."""
+    reuse = _Reuse(previous)
+    kinds = _patched_kinds(previous.kinds, delta)
+    touched = delta.kinds
+    routes, sets = _kind_of(kinds, HostRoutes), _kind_of(kinds, EndpointSet)
+    gateways = _kind_of(kinds, GatewayListeners)
+    old_routes, new_routes = delta.of(HostRoutes)
+
+    router, plans, own_routes = previous.router, None, previous.own_routes
+    if GatewayListeners in touched:
+        router = compile_router([*gateways.values(), *routes.values()], previous.router)
+    elif HostRoutes in touched:
+        changed = [r for _, r in old_routes] + [r for _, r in new_routes]
+        router = patch_router(previous.router, routes, changed, gateways.values())
+    if HostRoutes in touched:
+        plans = _Plans(dict(previous.plans), dict(previous.rule_uses), dict(previous.header_routes))
+        for key, resource in old_routes:
+            plans.drop(key, resource)
+        for key, resource in new_routes:
+            plans.add(key, resource, {})
+        own_routes = dict(own_routes)
+        for key, _ in old_routes:
+            own_routes.pop(key, None)
+        own_routes.update(_own_routes(new_routes))
+
+    endpoints = previous.endpoints
+    if EndpointSet in touched:
+        endpoints = dict(endpoints)
+        old_sets, new_sets = delta.of(EndpointSet)
+        for key, _ in old_sets:
+            if key not in delta.new:
+                del endpoints[key]
+        for key, endpoint_set in new_sets:
+            endpoints[key] = EndpointPicker(endpoint_set)
+
+    certificates = previous.client_certificates
+    if GatewayListeners in touched:
+        certificates = backend_tls.client_certificates(gateways.values())
+    own_pickers = previous.own_pickers
+    if touched & {HostRoutes, EndpointSet, GatewayListeners}:
+        own_pickers = _own_pickers(own_routes, sets, reuse, certificates)
+
+    stores, fronts = previous.tls, previous.fronts
+    if touched & {TlsStore, ClientCaStore}:
+        stores, fronts = _tls(kinds, reuse)
+    ports = previous.ports
+    if GatewayListeners in touched or ingress != previous.ingress:
+        ports = _ports(gateways.values(), ingress)
+    streams = previous.streams
+    if touched & {StreamRoute, GatewayListeners, TlsStore}:
+        streams = compiled.compile_streams(_streamed(kinds), previous.streams)
+    return Tables(
+        router=router,
+        plans=plans.plans if plans is not None else previous.plans,
+        endpoints=endpoints,
+        own_pickers=own_pickers,
+        tls=stores,
+        fronts=fronts,
+        ports=ports,
+        version=version,
+        sources=keyed,
+        no_memo=frozenset(plans.headers.values()) if plans is not None else previous.no_memo,
+        streams=streams,
+        kinds=kinds,
+        rule_uses=plans.uses if plans is not None else previous.rule_uses,
+        header_routes=plans.headers if plans is not None else previous.header_routes,
+        own_routes=own_routes,
+        client_certificates=certificates,
+        ingress=previous.ingress if ingress == previous.ingress else dict(ingress),
+    )
+
+
+def _patched_kinds(before: Kinds, delta: _Delta) -> Kinds:
+    """`before` with the delta's keys removed and put, each kind in snapshot order (a key
+    replaced keeps its place, a new one goes last, as staging keeps them)."""
+    kinds = dict(before)
+    for kind in delta.kinds:
+        kinds[kind] = dict(kinds.get(kind, {}))
+    for key, resource in delta.old.items():
+        replacing = delta.new.get(key)
+        if replacing is None or type(replacing) is not type(resource):
+            del kinds[type(resource)][key]
+    for key, resource in delta.new.items():
+        kinds[type(resource)][key] = resource
+    return kinds
