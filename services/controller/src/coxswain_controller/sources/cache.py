@@ -284,8 +284,12 @@ class Cache:
             return True
         new = relevance.stored(kind, obj)
         delivered.add(key)
+        if old is not None and not relevance.differs(kind, old, new):
+            # A new resourceVersion alone (our own status write coming back): the object kept
+            # is the one the last pass read, so the two are one in memory, not two copies.
+            return False
         self._writable(kind.name)[key] = new
-        return old is None or relevance.differs(kind, old, new)
+        return True
 
     def _writable(self, name: str) -> dict[Key, JSON]:
         if name in self._shared:

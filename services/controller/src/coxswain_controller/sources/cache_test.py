@@ -1,4 +1,5 @@
-"""The cache's bookkeeping on its own: what matters, when it is synced, what a snapshot sees,
+"""The cache's bookkeeping on its own: what matters (and which object is kept when nothing
+did), what is kept of a route (no status), when it is synced, what a snapshot sees,
 a table fed by several watches (the TLS Secrets and a Secret watched by name), a held watch
 holding back changes until its first list (or its release), and `follow`'s events.
 
@@ -53,7 +54,26 @@ def test_synced_waits_for_every_started_kind() -> None:
 def test_what_matters(kind: kinds.Kind, before: Any, after: Any, matters: bool) -> None:
     store = listed(cache.Started(kind), cache.Listed(kind, (before,), "1"))
     assert store.handle(cache.Changed(kind, "MODIFIED", after, "2")) is matters
-    assert store.snapshot().of(kind.name)[("default", after["metadata"]["name"])] is after
+    held = store.snapshot().of(kind.name)[("default", after["metadata"]["name"])]
+    if matters:
+        assert held["spec"] == after["spec"] and held["metadata"]["resourceVersion"] == "2"
+    else:
+        assert held is before  # one object in memory: the one the last pass read
+
+
+def test_a_route_is_kept_without_the_status_only_this_controller_writes() -> None:
+    route = obj("r", status={"parents": [{"conditions": []}]})
+    service = obj("s", status={"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}})
+    store = listed(
+        cache.Started(ROUTE),
+        cache.Listed(ROUTE, (route,), "1"),
+        cache.Started(SERVICE),
+        cache.Listed(SERVICE, (service,), "1"),
+    )
+    snapshot = store.snapshot()
+    assert "status" not in snapshot.of(ROUTE.name)[("default", "r")]
+    assert snapshot.of(ROUTE.name)[("default", "r")]["spec"] == route["spec"]
+    assert snapshot.of(SERVICE.name)[("default", "s")]["status"] == service["status"]
 
 
 def test_a_relist_that_changes_nothing_does_not_matter() -> None:

@@ -19,10 +19,15 @@ _VOLATILE_METADATA = ("resourceVersion", "managedFields")
 
 
 def stored(kind: kinds.Kind, obj: JSON) -> JSON:
-    """What the cache keeps of `obj`: all of it, less managedFields (and most of a CRD)."""
+    """What the cache keeps of `obj`: all of it, less managedFields, less the status of a kind
+    whose status only this controller writes (nothing reads it back from the cache: the status
+    writer merges into the object it reads live), and less most of a CRD. A route's status is
+    nearly half of its parsed JSON."""
     metadata = obj.get("metadata", {})
     if "managedFields" in metadata:
         obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    if not kind.status_matters and "status" in obj:
+        obj = {k: v for k, v in obj.items() if k != "status"}
     if kind.name == kinds.CRD.name:
         # CRDs are watched only to re-probe discovery; their schemas are large and unread.
         spec = obj.get("spec", {})
