@@ -1,7 +1,7 @@
 """The cache's bookkeeping on its own: what matters (and which object is kept when nothing
-did), what is kept of a route (no status), when it is synced, what a snapshot sees,
-a table fed by several watches (the TLS Secrets and a Secret watched by name), a held watch
-holding back changes until its first list (or its release), and `follow`'s events.
+did), what is kept of a route (no status, its strings shared), when it is synced, what a
+snapshot sees, a table fed by several watches (the TLS Secrets and a Secret watched by name), a
+held watch holding back changes until its first list (or its release), and `follow`'s events.
 
 Plain events in, verdicts out; the reflectors that produce these events are covered against
 the emulated API server in supervisor_test.py.
@@ -53,12 +53,27 @@ def test_synced_waits_for_every_started_kind() -> None:
 )
 def test_what_matters(kind: kinds.Kind, before: Any, after: Any, matters: bool) -> None:
     store = listed(cache.Started(kind), cache.Listed(kind, (before,), "1"))
+    key = ("default", after["metadata"]["name"])
+    first = store.snapshot().of(kind.name)[key]
     assert store.handle(cache.Changed(kind, "MODIFIED", after, "2")) is matters
-    held = store.snapshot().of(kind.name)[("default", after["metadata"]["name"])]
+    held = store.snapshot().of(kind.name)[key]
     if matters:
         assert held["spec"] == after["spec"] and held["metadata"]["resourceVersion"] == "2"
     else:
-        assert held is before  # one object in memory: the one the last pass read
+        assert held is first  # one object in memory: the one the last pass read
+
+
+def test_the_strings_of_objects_kept_are_shared() -> None:
+    # Each watch event is parsed on its own: equal keys and short values become one string.
+    one, two = obj("a"), obj("b")
+    two["kind"], one["kind"] = "".join(["HTTP", "Route"]), "".join(["HTTP", "Ro", "ute"])
+    store = listed(cache.Started(ROUTE), cache.Listed(ROUTE, (one, two), "1"))
+    kept = store.snapshot().of(ROUTE.name)
+    a, b = kept[("default", "a")], kept[("default", "b")]
+    assert a["kind"] is b["kind"]
+    assert next(k for k in a["metadata"] if k == "namespace") is next(
+        k for k in b["metadata"] if k == "namespace"
+    )
 
 
 def test_a_route_is_kept_without_the_status_only_this_controller_writes() -> None:
