@@ -1,11 +1,14 @@
 """TLS termination end to end: SNI picks the certificate (exact, wildcard, default), ALPN says
-http/1.1, a Host outside the SNI-selected listener's hostname gets 421, a snapshot swap
-rotates a certificate without rebinding, and a delta leaving the store alone keeps its loaded
-contexts. Certificates are minted in the test.
+http/1.1, a Host outside the SNI-selected listener's hostname gets 421, a returning client
+resumes its session (a TLS 1.2 and a TLS 1.3 ticket), a snapshot swap rotates a certificate
+without rebinding, and a delta leaving the store alone keeps its loaded contexts. Certificates
+are minted in the test.
 """
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import ssl
 
 import pytest
@@ -70,6 +73,34 @@ async def test_sni_selects_the_certificate(sni: str, host: str, status: int) -> 
                 sni if status == 200 and sni.startswith("shop") else "*.example.com"
             ] or names == [sni]
             assert (await c.request("/", host)).status == status
+
+
+def _fetch(
+    port: int, context: ssl.SSLContext, session: ssl.SSLSession | None
+) -> tuple[ssl.SSLSession | None, bool, str | None]:
+    """One request on a new connection, offering `session`: the session it ended with (holding
+    the ticket the proxy sent), whether it was resumed, and the TLS version."""
+    raw = socket.create_connection(("127.0.0.1", port))
+    with context.wrap_socket(raw, server_hostname="shop.example.com", session=session) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: shop.example.com\r\nConnection: close\r\n\r\n")
+        head = s.recv(12)
+        while s.recv(65536):  # to the close: a TLS 1.3 ticket comes after the handshake
+            pass
+        assert head == b"HTTP/1.1 200"
+        return s.session, bool(s.session_reused), s.version()
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
+async def test_a_returning_client_resumes_its_session(version: ssl.TLSVersion) -> None:
+    async with EchoServer() as echo, t.running(resources(echo.port, STORE)) as plane:
+        port = t.actual(plane, t.TLS_PORT)
+        context = client_context()
+        context.maximum_version = version
+        session, reused, first = await asyncio.to_thread(_fetch, port, context, None)
+        assert not reused and session is not None
+        assert session.has_ticket  # stateless resumption: a ticket, not a server-side cache
+        _, reused, again = await asyncio.to_thread(_fetch, port, context, session)
+        assert reused and again == first
 
 
 async def test_a_swap_rotates_the_certificate_without_rebinding() -> None:

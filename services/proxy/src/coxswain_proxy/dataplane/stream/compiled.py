@@ -1,9 +1,10 @@
 """A snapshot's stream routes compiled for the accept path: which route, which backendRef.
 
 Where it sits: `dataplane.tables.compile_tables` calls `compile_streams` with the snapshot's
-stream routes, listeners and TLS stores (and not at all for a delta that touches none); the result is `Tables.streams`, swapped in with the rest. A new connection (or UDP
-session) reads `runtime.tables` once at accept and keeps what it chose for its lifetime, so a
-swap never moves an established stream (spec 003: a connection "is committed to one backendRef").
+stream routes, listeners and TLS stores (and not at all for a delta that touches none); the
+result is `Tables.streams`, swapped in with the rest. A new connection (or UDP session) reads
+`runtime.tables` once at accept and keeps what it chose for its lifetime, so a swap never moves
+an established stream (spec 003: a connection "is committed to one backendRef").
 
 Why the shape: per bound (port, protocol) one `PortStreams`, whose lookup by server name is the
 routing model's host order — the exact name, then wildcards from the nearest label outward
