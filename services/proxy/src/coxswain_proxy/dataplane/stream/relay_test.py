@@ -15,6 +15,7 @@ sweep clock); binds report TCP, TLS and UDP; the per-route metrics. Leaves out T
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -207,7 +208,7 @@ async def test_an_idle_relay_is_closed_at_its_timeout_and_not_before() -> None:
             writer.write(b"one")
             assert await reader.readexactly(5) == b"a:one"
             assert plane.rt is not None
-            now = plane.rt.loop.time()
+            now = float(math.ceil(plane.rt.loop.time()))  # a whole second: exact sums
             plane.sweep(now)  # saw it active: idleness counts from here
             plane.sweep(now + DEFAULT_LIMITS.idle_timeout - 1)
             writer.write(b"two")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import ssl
 import tempfile
 from collections.abc import AsyncIterator
@@ -228,9 +229,11 @@ async def test_an_unfinished_handshake_is_closed_at_the_hello_timeout_and_not_be
                 assert await reader.read(65536)  # the proxy answers: it is handshaking
             relay = await accepted(plane)
             assert relay.handshaking is not None
-            plane.sweep(relay.accepted_at + DEFAULT_LIMITS.hello_timeout - 1)
+            # Whole seconds either side of the bound: in floats, (at + T) - at can fall an ulp
+            # short of T.
+            plane.sweep(math.floor(relay.accepted_at) + DEFAULT_LIMITS.hello_timeout - 1)
             assert relay.handshaking is not None and not relay.closed
-            plane.sweep(relay.accepted_at + DEFAULT_LIMITS.hello_timeout)
+            plane.sweep(math.ceil(relay.accepted_at) + DEFAULT_LIMITS.hello_timeout)
             assert await r.read_until_closed(reader) == b""
             writer.close()
             assert plane.rt is not None
