@@ -1,5 +1,5 @@
-"""End to end: TCPRoute, TLSRoute (passthrough and terminate) and UDPRoute through the shipped
-PEX files.
+"""End to end: TCPRoute, TLSRoute (passthrough and terminate) and UDPRoute through the shipped PEX
+files.
 
 One stack (the API emulator serving the experimental channel, the load balancer, identity,
 controller and shared proxy, each its own OS process) serves one Gateway with a TCP listener, a
@@ -11,12 +11,14 @@ Service) and at the shared proxy's bind port; TLS passthrough chooses between tw
 server name, and the client verifies each backend's own certificate through the proxy, and a
 name no route serves is closed; on the same port, the name the Terminate listener owns is
 terminated with the listener's certificate (from its Secret, verified by the client) and its
-plaintext reaches a plain TCP echo; UDP datagrams come back through the VIP and at the bind port.
+plaintext reaches a plain TCP echo, a client's close_notify passed on as a half-close; UDP
+datagrams come back through the VIP and at the bind port.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import socket
@@ -319,6 +321,47 @@ def tls_echo(address: tuple[str, int], host: str, context: ssl.SSLContext) -> tu
     return ",".join(names), data
 
 
+def tls_half_closed(address: tuple[str, int], host: str, context: ssl.SSLContext) -> bytes:
+    """Sends over TLS, then its close_notify while its socket stays open (a TLS half-close,
+    which `ssl.SSLSocket` cannot do, hence memory BIOs), and reads to the proxy's close_notify:
+    the answer must still come back after the client's end."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=host)
+    with socket.create_connection(address, timeout=10) as sock:
+
+        def records() -> None:
+            sock.sendall(outgoing.read())
+            data = sock.recv(65536)
+            if data:
+                incoming.write(data)
+            else:
+                incoming.write_eof()
+
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                records()
+        tls.write(b"hello " + host.encode())
+        with contextlib.suppress(ssl.SSLWantReadError):
+            tls.unwrap()  # the close_notify: this direction has ended
+        sock.sendall(outgoing.read())
+        received = b""
+        while True:
+            try:
+                chunk = tls.read(65536)
+            except ssl.SSLWantReadError:
+                records()
+                continue
+            except ssl.SSLZeroReturnError:
+                break
+            if not chunk:
+                break
+            received += chunk
+    return received
+
+
 def udp_echo(address: tuple[str, int], payload: bytes) -> bytes | None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.settimeout(1.0)
@@ -403,6 +446,8 @@ def test_the_terminate_listeners_name_is_terminated_and_relayed_as_plaintext(
         "alpha.example",
         b"alpha:hello alpha.example",
     )
+    # A client's close_notify reaches the backend as its end; the answer still comes back.
+    assert tls_half_closed(vip, TERMINATED, context) == f"tcp:hello {TERMINATED}".encode()
 
 
 def test_udp_datagrams_are_echoed_through_the_vip_and_at_the_bind_port(cluster: Cluster) -> None:
