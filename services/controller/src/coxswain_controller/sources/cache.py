@@ -249,11 +249,16 @@ class Cache:
         if sum(1 for watch in self._watches if watch.name == kind.name) > 1:
             return self._merge(kind, delivered, new)
         old = self._objects.get(kind.name, {})
+        mattered = old.keys() != new.keys()
+        for key, obj in new.items():
+            was = old.get(key)
+            if was is not None and not relevance.differs(kind, was, obj):
+                new[key] = was  # as for a watch event: the object the last pass read, kept
+            else:
+                mattered = True
         self._objects[kind.name] = new
         self._shared.discard(kind.name)
-        if old.keys() != new.keys():
-            return True
-        return any(relevance.differs(kind, old[key], obj) for key, obj in new.items())
+        return mattered
 
     def _merge(self, kind: kinds.Kind, delivered: set[Key], new: dict[Key, JSON]) -> bool:
         """One watch's list into a table other watches feed too: only its own objects."""

@@ -93,8 +93,12 @@ def test_a_route_is_kept_without_the_status_only_this_controller_writes() -> Non
 
 def test_a_relist_that_changes_nothing_does_not_matter() -> None:
     store = listed(cache.Started(SERVICE), cache.Listed(SERVICE, (obj("a"),), "1"))
+    first = store.snapshot().of("Service")[("default", "a")]
     assert not store.handle(cache.Listed(SERVICE, (obj("a", "9"),), "9"))
-    assert store.handle(cache.Listed(SERVICE, (), "10"))
+    assert store.snapshot().of("Service")[("default", "a")] is first  # kept, not copied
+    assert store.handle(cache.Listed(SERVICE, (obj("a", "10", spec={"x": 2}),), "10"))
+    assert store.snapshot().of("Service")[("default", "a")]["spec"] == {"x": 2}
+    assert store.handle(cache.Listed(SERVICE, (), "11"))
 
 
 def test_a_snapshot_does_not_see_later_events() -> None:
