@@ -274,12 +274,7 @@ class Tables:
     streams: compiled.Streams = field(default_factory=compiled.Streams)
     # What the next compile patches when it is handed a delta (`_patched`):
     kinds: Kinds = field(default_factory=dict)  # `sources` by kind, each in snapshot order
-    rule_uses: dict[int, int] = field(
-        default_factory=dict
-    )  # id() of a Rule -> HostRoutes holding it
-    header_routes: dict[str, int] = field(
-        default_factory=dict
-    )  # key -> port, a match tests headers
+    planned: _Plans = field(default_factory=lambda: _Plans())  # `plans`, with their use counts
     own_routes: dict[str, HostRoutes] = field(default_factory=dict)  # with own-picker backends
     client_certificates: dict[str, TlsCertificate] = field(default_factory=dict)
     ingress: dict[int, bool] = field(default_factory=dict)  # the Ingress ports compiled for
@@ -339,6 +334,9 @@ class _Plans:
     plans: dict[int, RulePlan] = field(default_factory=dict)
     uses: dict[int, int] = field(default_factory=dict)  # how many HostRoutes hold each rule
     headers: dict[str, int] = field(default_factory=dict)  # routes testing headers -> port
+
+    def copy(self) -> _Plans:
+        return _Plans(dict(self.plans), dict(self.uses), dict(self.headers))
 
     def add(self, key: str, resource: HostRoutes, before: dict[int, RulePlan]) -> None:
         plans, uses = self.plans, self.uses
@@ -578,8 +576,7 @@ def _whole(
         no_memo=frozenset(plans.headers.values()),
         streams=compiled.compile_streams(_streamed(kinds), previous.streams if previous else None),
         kinds=kinds,
-        rule_uses=plans.uses,
-        header_routes=plans.headers,
+        planned=plans,
         own_routes=own_routes,
         client_certificates=certificates,
         ingress=dict(ingress),
@@ -603,18 +600,20 @@ def _patched(
     gateways = _kind_of(kinds, GatewayListeners)
     old_routes, new_routes = delta.of(HostRoutes)
 
-    router, plans, own_routes = previous.router, None, previous.own_routes
+    router, plans, own_routes = previous.router, previous.planned, previous.own_routes
+    no_memo = previous.no_memo
     if GatewayListeners in touched:
         router = compile_router([*gateways.values(), *routes.values()], previous.router)
     elif HostRoutes in touched:
         changed = [r for _, r in old_routes] + [r for _, r in new_routes]
         router = patch_router(previous.router, routes, changed, gateways.values())
     if HostRoutes in touched:
-        plans = _Plans(dict(previous.plans), dict(previous.rule_uses), dict(previous.header_routes))
+        plans = plans.copy()
         for key, resource in old_routes:
             plans.drop(key, resource)
         for key, resource in new_routes:
             plans.add(key, resource, {})
+        no_memo = frozenset(plans.headers.values())
         own_routes = dict(own_routes)
         for key, _ in old_routes:
             own_routes.pop(key, None)
@@ -648,7 +647,7 @@ def _patched(
         streams = compiled.compile_streams(_streamed(kinds), previous.streams)
     return Tables(
         router=router,
-        plans=plans.plans if plans is not None else previous.plans,
+        plans=plans.plans,
         endpoints=endpoints,
         own_pickers=own_pickers,
         tls=stores,
@@ -656,11 +655,10 @@ def _patched(
         ports=ports,
         version=version,
         sources=keyed,
-        no_memo=frozenset(plans.headers.values()) if plans is not None else previous.no_memo,
+        no_memo=no_memo,
         streams=streams,
         kinds=kinds,
-        rule_uses=plans.uses if plans is not None else previous.rule_uses,
-        header_routes=plans.headers if plans is not None else previous.header_routes,
+        planned=plans,
         own_routes=own_routes,
         client_certificates=certificates,
         ingress=previous.ingress if ingress == previous.ingress else dict(ingress),

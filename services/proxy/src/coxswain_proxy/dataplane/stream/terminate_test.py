@@ -64,6 +64,17 @@ def route(*matches: tuple[str, str, bool]) -> r.StreamRoute:
     )
 
 
+def terminating(backend_port: int) -> list[Resource]:
+    """Every name on the port terminated with a tls.example.com certificate, relayed to
+    `backend_port`."""
+    return [
+        LISTENER,
+        r.endpoint_set("a", backend_port),
+        route(("", "a", True)),
+        store(certificate("tls.example.com")),
+    ]
+
+
 def client_context(ca: CertificateAuthority = CA) -> ssl.SSLContext:
     context = ssl.create_default_context(cadata=ca.certificate_pem.decode())
     context.set_alpn_protocols(["h2", "http/1.1"])
@@ -112,12 +123,7 @@ async def test_the_client_verifies_the_listeners_certificate_and_the_backend_rea
     None
 ):
     async with r.echo("a") as a:
-        resources: list[Resource] = [
-            LISTENER,
-            r.endpoint_set("a", a.port),
-            route(("", "a", True)),
-            store(certificate("tls.example.com")),
-        ]
+        resources = terminating(a.port)
         async with t.running(resources) as plane:
             async with connect(plane, "tls.example.com") as (reader, writer):
                 assert await ask(writer, reader, b"hi") == b"a:hi"
@@ -188,12 +194,7 @@ async def test_a_name_to_terminate_on_a_port_with_no_certificate_is_refused() ->
 
 async def test_a_client_that_refuses_the_certificate_never_reaches_the_backend() -> None:
     async with r.echo("a") as a:
-        resources: list[Resource] = [
-            LISTENER,
-            r.endpoint_set("a", a.port),
-            route(("", "a", True)),
-            store(certificate("tls.example.com")),
-        ]
+        resources = terminating(a.port)
         async with t.running(resources) as plane:
             stranger = client_context(CertificateAuthority.create("another CA"))
             with pytest.raises(ssl.SSLCertVerificationError):
@@ -210,12 +211,7 @@ async def test_a_client_that_refuses_the_certificate_never_reaches_the_backend()
 
 async def test_an_unfinished_handshake_is_closed_at_the_hello_timeout_and_not_before() -> None:
     async with r.echo("a") as a:
-        resources: list[Resource] = [
-            LISTENER,
-            r.endpoint_set("a", a.port),
-            route(("", "a", True)),
-            store(certificate("tls.example.com")),
-        ]
+        resources = terminating(a.port)
         async with t.running(resources) as plane:
             reader, writer = await asyncio.open_connection(
                 "127.0.0.1", r.bound_at(plane, r.TLS_PORT, TLS)
@@ -244,12 +240,7 @@ async def test_an_unfinished_handshake_is_closed_at_the_hello_timeout_and_not_be
 async def test_megabytes_both_ways_arrive_whole_through_the_termination() -> None:
     payload = bytes(range(256)) * (4 * 4096)  # 4 MiB
     async with r.echo("") as a:
-        resources: list[Resource] = [
-            LISTENER,
-            r.endpoint_set("a", a.port),
-            route(("", "a", True)),
-            store(certificate("tls.example.com")),
-        ]
+        resources = terminating(a.port)
         async with t.running(resources) as plane:
             async with connect(plane, "tls.example.com") as (reader, writer):
                 writer.write(payload)  # more than any buffer: the relay pauses and resumes
@@ -270,12 +261,7 @@ async def test_the_backends_close_reaches_the_client_as_the_tls_close() -> None:
 
     server = await asyncio.start_server(greet, "127.0.0.1", 0)
     try:
-        resources: list[Resource] = [
-            LISTENER,
-            r.endpoint_set("a", server.sockets[0].getsockname()[1]),
-            route(("", "a", True)),
-            store(certificate("tls.example.com")),
-        ]
+        resources = terminating(server.sockets[0].getsockname()[1])
         async with t.running(resources) as plane, connect(plane, "tls.example.com") as (reader, _):
             async with asyncio.timeout(10):
                 assert await reader.read() == b"bye"  # then EOF: the TLS close
@@ -355,12 +341,7 @@ async def half_closing(plane: Dataplane) -> AsyncIterator[HalfClosingClient]:
 @pytest.mark.parametrize("end", ["close_notify", "fin"])
 async def test_a_client_that_ends_its_direction_still_gets_the_answer(end: str) -> None:
     async with r.echo("a") as a:
-        resources: list[Resource] = [
-            LISTENER,
-            r.endpoint_set("a", a.port),
-            route(("", "a", True)),
-            store(certificate("tls.example.com")),
-        ]
+        resources = terminating(a.port)
         async with t.running(resources) as plane, half_closing(plane) as client:
             await client.send(b"hello")
             if end == "fin":  # a bare TCP FIN, no close_notify: still the end of what it sends
@@ -383,12 +364,7 @@ async def test_the_client_writes_on_after_the_backends_end_reaches_it() -> None:
 
     server = await asyncio.start_server(early_goodbye, "127.0.0.1", 0)
     try:
-        resources: list[Resource] = [
-            LISTENER,
-            r.endpoint_set("a", server.sockets[0].getsockname()[1]),
-            route(("", "a", True)),
-            store(certificate("tls.example.com")),
-        ]
+        resources = terminating(server.sockets[0].getsockname()[1])
         async with t.running(resources) as plane, half_closing(plane) as client:
             async with asyncio.timeout(10):
                 assert await client.read_to_close() == b"bye"  # then the proxy's close_notify
